@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages the tests use: redis-server (shared catalog store) and nginx (the replicas e2e).
+# Installed only when missing and when apt-get can be used (root); otherwise the tests that need
+# them say what is missing.
+set -euo pipefail
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "note: ${missing[*]} not installed and apt-get unavailable; the tests that need them will skip" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,3 @@
+from toolsearch.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""Streamable HTTP transport: `POST /mcp` (stateless, both protocol eras), OAuth discovery pass-through,
+and health endpoints."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from fnmatch import fnmatchcase
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from toolsearch.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    JsonRpcError,
+    error_response,
+    parse_message,
+    result_response,
+)
+from toolsearch.proxy import Proxy
+from toolsearch.server import RequestContext
+from toolsearch.settings import Settings
+from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
+
+logger = logging.getLogger(__name__)
+
+_READY_CACHE_SECONDS = 2.0
+_PASSED_AUTH_HEADERS = ("www-authenticate", "content-type")
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code=status, media_type="application/json")
+
+
+def _rpc_error(error: JsonRpcError, request_id: Any = None) -> Response:
+    return _json(error_response(request_id, error), error.http_status)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The HTTP application; the proxy's parts are created when it starts and closed when it stops."""
+    proxy = Proxy.from_settings(settings)
+    ready = {"at": 0.0, "ok": False}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await proxy.aclose()
+
+    app = FastAPI(title="toolsearch", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.proxy = proxy
+
+    def origin_allowed(request: Request) -> bool:
+        origin = request.headers.get("origin")
+        return origin is None or any(fnmatchcase(origin, pattern) for pattern in settings.allowed_origins)
+
+    @app.post(settings.path)
+    async def mcp_post(request: Request) -> Response:
+        if not origin_allowed(request):
+            return _rpc_error(
+                JsonRpcError(INVALID_REQUEST, "Forbidden: this Origin is not allowed", http_status=403)
+            )
+        try:
+            body = await _read_body(request, settings.max_request_bytes)
+        except _BodyTooLarge:
+            return _rpc_error(
+                JsonRpcError(
+                    INVALID_REQUEST,
+                    f"Request body too large: the limit is {settings.max_request_bytes} bytes "
+                    "(--max-request-bytes)",
+                    http_status=413,
+                )
+            )
+        try:
+            message = parse_message(body)
+        except JsonRpcError as error:
+            return _rpc_error(error)
+        if message.is_response or message.is_notification:
+            return Response(status_code=202)
+        started = time.perf_counter()
+        context = RequestContext(caller=CallerHeaders.from_headers(request.headers), headers=request.headers)
+        try:
+            result = await proxy.server.handle(message, context)
+        except JsonRpcError as error:
+            return _rpc_error(error, message.id)
+        except UpstreamAuthError as refused:
+            headers = {k: v for k, v in refused.headers.items() if k.lower() in _PASSED_AUTH_HEADERS}
+            return Response(refused.body, status_code=refused.status, headers=headers)
+        except Exception:
+            logger.exception("request failed inside toolsearch", extra={"method": message.method})
+            error = JsonRpcError(
+                INTERNAL_ERROR, "Internal error in toolsearch; the request was not completed"
+            )
+            return _rpc_error(error, message.id)
+        logger.debug(
+            "request",
+            extra={"method": message.method, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
+        )
+        return _json(result_response(message.id, result))
+
+    @app.api_route(settings.path, methods=["GET", "DELETE", "PUT", "PATCH"])
+    async def mcp_other(request: Request) -> Response:
+        error = JsonRpcError(
+            INVALID_REQUEST, "Method Not Allowed: send JSON-RPC messages with POST", http_status=405
+        )
+        response = _rpc_error(error)
+        response.headers["Allow"] = "POST"
+        return response
+
+    @app.get("/.well-known/oauth-protected-resource{rest:path}")
+    @app.get("/.well-known/oauth-authorization-server{rest:path}")
+    async def oauth_discovery(request: Request) -> Response:
+        try:
+            upstream = await proxy.upstream.get_well_known(request.url.path)
+        except UpstreamError as exc:
+            return _json({"error": "upstream_unavailable", "error_description": str(exc)}, 502)
+        headers = {"content-type": upstream.headers.get("content-type", "application/json")}
+        return Response(upstream.content, status_code=upstream.status_code, headers=headers)
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        now = time.monotonic()
+        if now - ready["at"] > _READY_CACHE_SECONDS:
+            ready["ok"] = await proxy.upstream.reachable()
+            ready["at"] = now
+        if ready["ok"]:
+            return _json({"status": "ready", "upstream": "reachable"})
+        return _json({"status": "not ready", "upstream": "unreachable"}, 503)
+
+    return app

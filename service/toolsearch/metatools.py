@@ -1,0 +1,436 @@
+"""The five meta-tools a model sees instead of the whole catalog, and calls through to upstream tools.
+
+Their names and argument shapes are the public interface (README documents them). Every problem
+with a call comes back as an `isError` result that says what is wrong and how to fix it, so the
+model can correct itself in the next turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+
+from toolsearch.catalog import Catalog, CatalogService, caller_key
+from toolsearch.naming import intended_name, similar_names
+from toolsearch.policy import ToolPolicy
+from toolsearch.tool import Tool
+from toolsearch.upstream import (
+    CallerHeaders,
+    UpstreamAuthError,
+    UpstreamClient,
+    UpstreamError,
+    UpstreamRpcError,
+)
+from toolsearch.validation import argument_problems
+
+logger = logging.getLogger(__name__)
+
+SEARCH: Final = "search_tools"
+DESCRIBE: Final = "describe_tool"
+CALL_READ: Final = "call_read_tool"
+CALL_READ_BATCH: Final = "call_read_tools"
+CALL_WRITE: Final = "call_write_tool"
+
+MAX_QUERY_CHARS: Final = 1000
+_DESCRIPTION_CHARS: Final = 240
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+_NAME = {"type": "string", "description": "Exact tool name, as search_tools returns it."}
+_ARGUMENTS = {"type": "object", "description": "Arguments matching the tool's input schema."}
+
+
+def _definitions(max_batch_calls: int) -> list[dict[str, Any]]:
+    definitions = [
+        {
+            "name": SEARCH,
+            "title": "Search tools",
+            "description": (
+                "Find tools for a task. The tools you can call are not listed directly: search first, "
+                "then call one by its exact name. Returns the best matches (name, description, readOnly) "
+                "and the input schemas of the top ones. Describe the task in any language; pass several "
+                "phrasings or sub-tasks in `queries` to search them at once."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What you want to do."},
+                    "queries": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                        "maxItems": 5,
+                        "description": "Several searches in one call.",
+                    },
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 25, "default": 8},
+                    "schemas": {"type": "boolean", "default": True, "description": "Include input schemas."},
+                },
+                "additionalProperties": False,
+            },
+            "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+        },
+        {
+            "name": DESCRIBE,
+            "title": "Describe tools",
+            "description": "Full definitions (description, schemas, annotations) of tools by exact name.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "names": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 10}
+                },
+                "required": ["names"],
+                "additionalProperties": False,
+            },
+            "annotations": {"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
+        },
+        {
+            "name": CALL_READ,
+            "title": "Call a read-only tool",
+            "description": (
+                "Call a tool that only reads (readOnly: true in search results). "
+                "Anything that creates, changes or deletes goes through call_write_tool."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": _NAME, "arguments": _ARGUMENTS},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+            "annotations": {"readOnlyHint": True, "openWorldHint": True},
+        },
+        {
+            "name": CALL_READ_BATCH,
+            "title": "Call read-only tools in parallel",
+            "description": (
+                f"Call up to {max_batch_calls} read-only tools at once. Results come back in order, each "
+                "labelled with its index, tool and whether it failed; one failure does not stop the others."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "calls": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": max_batch_calls,
+                        "items": {
+                            "type": "object",
+                            "properties": {"name": _NAME, "arguments": _ARGUMENTS},
+                            "required": ["name"],
+                            "additionalProperties": False,
+                        },
+                    }
+                },
+                "required": ["calls"],
+                "additionalProperties": False,
+            },
+            "annotations": {"readOnlyHint": True, "openWorldHint": True},
+        },
+        {
+            "name": CALL_WRITE,
+            "title": "Call a tool that writes",
+            "description": (
+                "Call any tool, including those that create, change or delete things. One call at a "
+                "time; be sure the user wants the effect."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": _NAME, "arguments": _ARGUMENTS},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+            "annotations": {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True},
+        },
+    ]
+    if max_batch_calls == 0:
+        definitions = [d for d in definitions if d["name"] != CALL_READ_BATCH]
+    return definitions
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def _json_result(value: Any) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}]}
+
+
+def clean_text(text: str) -> str:
+    """Upstream text without control characters (they come from servers the operator does not control)."""
+    return _CONTROL_CHARS.sub("", text)
+
+
+def _trimmed(text: str, limit: int = _DESCRIPTION_CHARS) -> str:
+    text = " ".join(clean_text(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    sentence_end = cut.rfind(". ")
+    return cut[: sentence_end + 1] if sentence_end > limit // 2 else cut.rstrip() + "…"
+
+
+class MetaTools:
+    """The meta-tools, and direct calls of upstream tools by their real names."""
+
+    def __init__(
+        self,
+        catalogs: CatalogService,
+        upstream: UpstreamClient,
+        policy: ToolPolicy,
+        *,
+        max_batch_calls: int = 10,
+        search_schemas: int = 3,
+    ) -> None:
+        self._catalogs = catalogs
+        self._upstream = upstream
+        self._policy = policy
+        self._max_batch_calls = max_batch_calls
+        self._search_schemas = search_schemas
+        self.definitions: list[dict[str, Any]] = _definitions(max_batch_calls)
+        self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
+        self._handlers = {
+            SEARCH: self._search,
+            DESCRIBE: self._describe,
+            CALL_READ: self._call_read,
+            CALL_READ_BATCH: self._call_read_batch,
+            CALL_WRITE: self._call_write,
+        }
+
+    def listed_tools(self, catalog: Catalog | None) -> list[dict[str, Any]]:
+        """What `tools/list` shows: the meta-tools, then the caller's pinned tools as themselves."""
+        if catalog is None:
+            return list(self.definitions)
+        pinned = [
+            dict(t.definition)
+            for t in catalog.tools
+            if self._policy.is_pinned(t) and t.name not in self._schemas
+        ]
+        return [*self.definitions, *pinned]
+
+    async def call(self, name: str, arguments: Any, caller: CallerHeaders) -> dict[str, Any]:
+        """`tools/call`: a meta-tool, or any tool of the caller's catalog by its real name."""
+        arguments = _as_arguments(arguments)
+        if name not in self._schemas:
+            try:
+                catalog = await self._catalogs.get(caller)
+            except UpstreamAuthError:
+                raise
+            except UpstreamError as exc:
+                return _catalog_unavailable(exc)
+            return await self._call_upstream(catalog, name, arguments, caller, require_read_only=False)
+        started = time.perf_counter()
+        if not isinstance(arguments, dict):
+            return error_result(f"Arguments of {name} must be a JSON object.")
+        problems = argument_problems(self._schemas[name], arguments)
+        if problems:
+            result = _schema_error(name, problems, self._schemas[name])
+        else:
+            try:
+                result = await self._handlers[name](arguments, caller)
+            except UpstreamAuthError:
+                _log_call(name, "unauthorized", started)
+                raise
+            except UpstreamError as exc:
+                result = _catalog_unavailable(exc)
+        _log_call(name, "error" if result.get("isError") else "ok", started)
+        return result
+
+    # -- meta-tools --------------------------------------------------------------------------------
+
+    async def _search(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
+        queries = [arguments["query"]] if "query" in arguments else []
+        queries += arguments.get("queries", [])
+        if not queries:
+            return error_result('search_tools needs "query" (a string) or "queries" (up to 5 strings).')
+        if any(len(q) > MAX_QUERY_CHARS for q in queries):
+            return error_result(f"Each query may have at most {MAX_QUERY_CHARS} characters; shorten it.")
+        limit = arguments.get("limit", 8)
+        schemas = self._search_schemas if arguments.get("schemas", True) else 0
+        catalog = await self._catalogs.get(caller)
+        shown: set[str] = set()
+        results = []
+        for query in queries:
+            tools = []
+            for rank, (tool, _score) in enumerate(catalog.search(query, limit)):
+                entry = self._summary(tool)
+                if rank < schemas and tool.name not in shown:
+                    entry["inputSchema"] = tool.input_schema
+                shown.add(tool.name)
+                tools.append(entry)
+            results.append({"query": query, "tools": tools})
+        return _json_result({"total": len(catalog), "results": results})
+
+    async def _describe(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
+        catalog = await self._catalogs.get(caller)
+        tools, unknown = [], []
+        for name in arguments["names"]:
+            tool = catalog.get(name)
+            if tool is None:
+                unknown.append({"name": name, "similar": similar_names(name, catalog.names)})
+                continue
+            definition = {key: value for key, value in tool.definition.items() if key != "name"}
+            tools.append({"name": tool.name, "readOnly": self._policy.is_read_only(tool), **definition})
+        answer: dict[str, Any] = {"tools": tools}
+        if unknown:
+            answer["unknown"] = unknown
+        return _json_result(answer)
+
+    async def _call_read(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
+        catalog = await self._catalogs.get(caller)
+        return await self._call_upstream(
+            catalog, arguments["name"], arguments.get("arguments", {}), caller, require_read_only=True
+        )
+
+    async def _call_write(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
+        catalog = await self._catalogs.get(caller)
+        return await self._call_upstream(
+            catalog, arguments["name"], arguments.get("arguments", {}), caller, require_read_only=False
+        )
+
+    async def _call_read_batch(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
+        catalog = await self._catalogs.get(caller)
+        calls = arguments["calls"]
+        outcomes = await asyncio.gather(
+            *(
+                self._call_upstream(
+                    catalog, c["name"], c.get("arguments", {}), caller, require_read_only=True
+                )
+                for c in calls
+            ),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, UpstreamAuthError):
+                raise outcome
+        content: list[dict[str, Any]] = []
+        summary = []
+        for index, (call, outcome) in enumerate(zip(calls, outcomes, strict=True)):
+            if isinstance(outcome, BaseException):
+                outcome = error_result(f"The call failed inside toolsearch: {type(outcome).__name__}.")
+            failed = bool(outcome.get("isError"))
+            content.append(
+                {"type": "text", "text": f"[{index}] {call['name']}: {'failed' if failed else 'ok'}"}
+            )
+            content.extend(item for item in outcome.get("content", []) if isinstance(item, dict))
+            entry: dict[str, Any] = {"index": index, "name": call["name"], "isError": failed}
+            if "structuredContent" in outcome:
+                entry["structuredContent"] = outcome["structuredContent"]
+            summary.append(entry)
+        return {"content": content, "structuredContent": {"results": summary}}
+
+    # -- calling upstream tools --------------------------------------------------------------------
+
+    async def _call_upstream(
+        self,
+        catalog: Catalog,
+        name: str,
+        arguments: Any,
+        caller: CallerHeaders,
+        *,
+        require_read_only: bool,
+    ) -> dict[str, Any]:
+        tool = catalog.get(name)
+        if tool is None:
+            return self._unknown_tool(catalog, name)
+        if require_read_only and not self._policy.is_read_only(tool):
+            return error_result(
+                f"{name} is not marked read-only, so call_read_tool(s) refuses it. "
+                f"If you intend its effect, call it with call_write_tool."
+            )
+        arguments = _as_arguments(arguments)
+        if not isinstance(arguments, dict):
+            return _schema_error(name, ["at /: the arguments must be a JSON object"], tool.input_schema)
+        problems = argument_problems(tool.input_schema, arguments)
+        if problems:
+            return _schema_error(name, problems, tool.input_schema)
+        started = time.perf_counter()
+        try:
+            result = await self._upstream.call_tool(
+                caller, caller_key(caller.authorization), name, arguments, tool.input_schema
+            )
+        except UpstreamRpcError as exc:
+            _log_call(name, "upstream_error", started)
+            if exc.code == -32602:
+                return _schema_error(name, [clean_text(exc.message)], tool.input_schema, upstream=True)
+            return error_result(
+                f"The upstream answered {name} with error {exc.code}: {clean_text(exc.message)}"
+            )
+        except UpstreamAuthError:
+            raise
+        except UpstreamError as exc:
+            _log_call(name, "upstream_unavailable", started)
+            return error_result(f"{name} could not be called: {exc}. Try again later.")
+        _log_call(name, "error" if result.get("isError") else "ok", started)
+        return _passed_through(result)
+
+    def _unknown_tool(self, catalog: Catalog, name: str) -> dict[str, Any]:
+        meant = intended_name(name, catalog.names)
+        if meant is not None:
+            return error_result(
+                f"There is no tool named {name!r}. Did you mean {meant!r}? Call it by that name."
+            )
+        similar = similar_names(name, catalog.names)
+        hint = f" Similar names: {', '.join(similar)}." if similar else ""
+        return error_result(
+            f"There is no tool named {name!r}.{hint} Use search_tools to find the right tool."
+        )
+
+    def _summary(self, tool: Tool) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": tool.name}
+        if tool.title:
+            entry["title"] = clean_text(tool.title)
+        entry["description"] = _trimmed(tool.description)
+        entry["readOnly"] = self._policy.is_read_only(tool)
+        return entry
+
+
+def _as_arguments(arguments: Any) -> Any:
+    """Missing arguments are no arguments; a JSON object sent as a string (models do) is that object."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            parsed = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return arguments
+        return parsed if isinstance(parsed, dict) else arguments
+    return arguments
+
+
+def _catalog_unavailable(exc: UpstreamError) -> dict[str, Any]:
+    return error_result(f"The tool catalog could not be listed from the upstream ({exc}). Try again shortly.")
+
+
+def _schema_error(
+    name: str, problems: Sequence[str], schema: Mapping[str, Any], *, upstream: bool = False
+) -> dict[str, Any]:
+    source = (
+        "The upstream rejected the arguments" if upstream else "The arguments do not match the input schema"
+    )
+    lines = "\n".join(f"- {problem}" for problem in problems)
+    schema_json = orjson.dumps(schema).decode()
+    return error_result(
+        f"{source} of {name}:\n{lines}\nInput schema: {schema_json}\nFix the arguments and call again."
+    )
+
+
+def _passed_through(result: dict[str, Any]) -> dict[str, Any]:
+    """The upstream's tool result as it came, less the fields that describe the upstream's own envelope."""
+    if result.get("resultType") not in (None, "complete"):
+        return error_result("The tool asked for interactive input, which toolsearch does not relay yet.")
+    return {key: value for key, value in result.items() if key != "resultType"}
+
+
+def _log_call(tool: str, outcome: str, started: float) -> None:
+    logger.info(
+        "tool call",
+        extra={
+            "tool": tool,
+            "outcome": outcome,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )

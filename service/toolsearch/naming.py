@@ -1,0 +1,28 @@
+"""Finding the tool a caller meant when the name it gave is not quite right."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rapidfuzz import fuzz, process
+
+_SIMILAR_CUTOFF = 60.0
+_TYPO_CUTOFF = 85.0
+_TYPO_MARGIN = 5.0
+
+
+def similar_names(name: str, names: Sequence[str], limit: int = 3) -> list[str]:
+    """The catalog names closest to `name`, best first (empty when nothing is close)."""
+    matches = process.extract(name, names, scorer=fuzz.WRatio, limit=limit, score_cutoff=_SIMILAR_CUTOFF)
+    return [match for match, _, _ in matches]
+
+
+def intended_name(name: str, names: Sequence[str]) -> str | None:
+    """The one tool `name` clearly means: a typo of it, or its name without the server prefix."""
+    suffixed = [candidate for candidate in names if candidate.endswith("_" + name)]
+    if len(suffixed) == 1:
+        return suffixed[0]
+    matches = process.extract(name, names, scorer=fuzz.ratio, limit=2, score_cutoff=_TYPO_CUTOFF)
+    if len(matches) == 1 or (len(matches) == 2 and matches[0][1] - matches[1][1] >= _TYPO_MARGIN):
+        return matches[0][0]
+    return None

@@ -1,0 +1,154 @@
+"""MCP protocol versions and the two eras: legacy (initialize handshake) and modern (per-request `_meta`)."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+from toolsearch import __version__
+from toolsearch.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, JsonRpcError
+
+Era = Literal["legacy", "modern"]
+
+MODERN_VERSION: Final = "2026-07-28"
+MODERN_VERSIONS: Final = (MODERN_VERSION,)
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+"""Newest first; `initialize` answers with the client's version when listed here, else the newest."""
+SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + LEGACY_VERSIONS
+LEGACY_DEFAULT_VERSION: Final = "2025-03-26"
+"""What a legacy request without `MCP-Protocol-Version` is taken to speak (as the spec says)."""
+
+PROTOCOL_VERSION_META: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_META: Final = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
+SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
+
+VERSION_HEADER: Final = "mcp-protocol-version"
+METHOD_HEADER: Final = "mcp-method"
+NAME_HEADER: Final = "mcp-name"
+SESSION_HEADER: Final = "mcp-session-id"
+
+NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+SERVER_INFO: Final = {"name": "toolsearch", "version": __version__}
+
+_BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
+_HEADER_SAFE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
+
+
+def encode_header_value(value: str) -> str:
+    """A header value as the 2026-07-28 transport writes it: plain when safe, else `=?base64?…?=`."""
+    if _HEADER_SAFE.match(value) and not _BASE64_SENTINEL.match(value):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def decode_header_value(value: str) -> str:
+    match = _BASE64_SENTINEL.match(value)
+    if match is None:
+        return value
+    try:
+        return base64.b64decode(match.group(1), validate=True).decode()
+    except ValueError:
+        raise JsonRpcError(
+            HEADER_MISMATCH,
+            "Header mismatch: a =?base64?…?= header value is not valid base64",
+            http_status=400,
+        ) from None
+
+
+def unsupported_version(requested: object) -> JsonRpcError:
+    return JsonRpcError(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        f"Unsupported protocol version {requested!r}; supported: {', '.join(SUPPORTED_VERSIONS)}",
+        {"supported": list(SUPPORTED_VERSIONS), "requested": requested},
+        http_status=400,
+    )
+
+
+def request_era(method: str, params: Mapping[str, Any], headers: Mapping[str, str] | None) -> Era:
+    """The era a request speaks: `initialize` is legacy; per-request `_meta` or a modern header, modern."""
+    if method == "initialize":
+        return "legacy"
+    meta = params.get("_meta")
+    if isinstance(meta, Mapping) and PROTOCOL_VERSION_META in meta:
+        return "modern"
+    if method == "server/discover":
+        return "modern"
+    if headers is not None and headers.get(VERSION_HEADER) in MODERN_VERSIONS:
+        return "modern"
+    return "legacy"
+
+
+def check_modern_request(method: str, params: Mapping[str, Any], headers: Mapping[str, str] | None) -> str:
+    """Validate a modern request's envelope (and its HTTP headers, when on HTTP); return its version."""
+    meta = params.get("_meta")
+    if not isinstance(meta, Mapping) or PROTOCOL_VERSION_META not in meta:
+        raise JsonRpcError(
+            INVALID_PARAMS,
+            f"Invalid params: params._meta must carry {PROTOCOL_VERSION_META!r} "
+            f"and {CLIENT_CAPABILITIES_META!r}",
+            http_status=400,
+        )
+    version = meta[PROTOCOL_VERSION_META]
+    if headers is not None:
+        _check_modern_headers(method, params, version, headers)
+    if version not in MODERN_VERSIONS:
+        raise unsupported_version(version)
+    return version
+
+
+def _check_modern_headers(
+    method: str, params: Mapping[str, Any], version: object, headers: Mapping[str, str]
+) -> None:
+    def mismatch(message: str) -> JsonRpcError:
+        return JsonRpcError(HEADER_MISMATCH, f"Header mismatch: {message}", http_status=400)
+
+    header_version = headers.get(VERSION_HEADER)
+    if header_version is None:
+        raise mismatch("the MCP-Protocol-Version header is required")
+    if header_version != version:
+        raise mismatch(
+            f"MCP-Protocol-Version header value {header_version!r} does not match body value {version!r}"
+        )
+    header_method = headers.get(METHOD_HEADER)
+    if header_method is None:
+        raise mismatch("the Mcp-Method header is required")
+    if header_method != method:
+        raise mismatch(f"Mcp-Method header value {header_method!r} does not match body value {method!r}")
+    name_key = NAME_BEARING_PARAMS.get(method)
+    if name_key is None:
+        return
+    body_name = params.get(name_key)
+    header_name = headers.get(NAME_HEADER)
+    if header_name is None:
+        raise mismatch(f"the Mcp-Name header is required for {method}")
+    decoded = decode_header_value(header_name)
+    if decoded != body_name:
+        raise mismatch(f"Mcp-Name header value {decoded!r} does not match body value {body_name!r}")
+
+
+def check_legacy_version_header(headers: Mapping[str, str] | None) -> str:
+    """The legacy version a request declares in its header (absent: 2025-03-26, as the spec says)."""
+    if headers is None or VERSION_HEADER not in headers:
+        return LEGACY_DEFAULT_VERSION
+    version = headers[VERSION_HEADER]
+    if version not in LEGACY_VERSIONS:
+        raise unsupported_version(version)
+    return version
+
+
+def negotiate_legacy_version(requested: object) -> str:
+    return requested if isinstance(requested, str) and requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]
+
+
+def complete_result(result: dict[str, Any], era: Era) -> dict[str, Any]:
+    """Mark a result for the caller's era: modern results carry `resultType` and our identity."""
+    if era == "modern":
+        result["resultType"] = "complete"
+        meta = result.get("_meta")
+        result["_meta"] = {**(meta if isinstance(meta, dict) else {}), SERVER_INFO_META: SERVER_INFO}
+    else:
+        result.pop("resultType", None)
+    return result

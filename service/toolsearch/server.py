@@ -1,0 +1,139 @@
+"""The MCP methods toolsearch answers, whatever the transport: one request in, one result out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from toolsearch.catalog import Catalog, CatalogService
+from toolsearch.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError, Message
+from toolsearch.metatools import MetaTools
+from toolsearch.protocol import (
+    SERVER_INFO,
+    SUPPORTED_VERSIONS,
+    Era,
+    check_legacy_version_header,
+    check_modern_request,
+    complete_result,
+    negotiate_legacy_version,
+    request_era,
+)
+from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
+
+logger = logging.getLogger(__name__)
+
+GUIDANCE: Final = (
+    "This server gives access to a large catalog of tools through a few meta-tools. To act: call "
+    "search_tools with the task in plain words (several phrasings in `queries` help), pick the best match, "
+    "then call it by its exact name with call_read_tool (read-only tools), call_read_tools (several "
+    "read-only calls at once) or call_write_tool (anything that changes something), passing arguments "
+    "that match the input schema shown. Use describe_tool for a tool's full definition. If a call "
+    "returns an error, read it: it says how to fix the call."
+)
+CAPABILITIES: Final = {"tools": {"listChanged": False}}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    caller: CallerHeaders
+    headers: Mapping[str, str] | None
+    """HTTP request headers (lower-case names); None on stdio, where there are none to check."""
+
+
+class McpServer:
+    def __init__(
+        self,
+        metatools: MetaTools,
+        catalogs: CatalogService,
+        *,
+        max_instructions: int,
+        catalog_ttl: float,
+        catalog_in_tools_list: bool,
+    ) -> None:
+        self._metatools = metatools
+        self._catalogs = catalogs
+        self._max_instructions = max_instructions
+        self._ttl_ms = int(catalog_ttl * 1000)
+        self._catalog_in_tools_list = catalog_in_tools_list
+
+    async def handle(self, message: Message, context: RequestContext) -> dict[str, Any]:
+        """The result of one request; raises `JsonRpcError`, or `UpstreamAuthError` for pass-through."""
+        method = message.method or ""
+        params = message.params
+        era: Era = request_era(method, params, context.headers)
+        if era == "modern":
+            check_modern_request(method, params, context.headers)
+        elif method != "initialize":
+            check_legacy_version_header(context.headers)
+        if method == "initialize":
+            result = await self._initialize(params, context)
+        elif method == "server/discover":
+            result = await self._discover(context)
+        elif method == "tools/list":
+            result = await self._tools_list(era, context)
+        elif method == "tools/call":
+            result = await self._tools_call(params, context)
+        elif method == "ping":
+            result = {}
+        else:
+            raise JsonRpcError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {method!r}. toolsearch serves tools only "
+                "(initialize, server/discover, tools/list, tools/call, ping).",
+            )
+        return complete_result(result, era)
+
+    async def _initialize(self, params: Mapping[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {
+            "protocolVersion": negotiate_legacy_version(params.get("protocolVersion")),
+            "capabilities": CAPABILITIES,
+            "serverInfo": SERVER_INFO,
+            "instructions": await self._instructions(context),
+        }
+
+    async def _discover(self, context: RequestContext) -> dict[str, Any]:
+        return {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": CAPABILITIES,
+            "instructions": await self._instructions(context),
+            "ttlMs": self._ttl_ms,
+            "cacheScope": "private",
+        }
+
+    async def _tools_list(self, era: Era, context: RequestContext) -> dict[str, Any]:
+        catalog = await self._catalog_or_none(context) if self._catalog_in_tools_list else None
+        result: dict[str, Any] = {"tools": self._metatools.listed_tools(catalog)}
+        if era == "modern":
+            result.update(ttlMs=self._ttl_ms, cacheScope="private")
+        return result
+
+    async def _tools_call(self, params: Mapping[str, Any], context: RequestContext) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise JsonRpcError(INVALID_PARAMS, 'Invalid params: tools/call needs "name", a non-empty string')
+        return await self._metatools.call(name, params.get("arguments"), context.caller)
+
+    async def _instructions(self, context: RequestContext) -> str:
+        catalog = await self._catalog_or_none(context)
+        upstream = catalog.instructions if catalog is not None else None
+        text = GUIDANCE + (f"\n\nInstructions of the upstream server:\n{upstream}" if upstream else "")
+        if len(text) <= self._max_instructions:
+            return text
+        note = f"\n[Instructions cut at {self._max_instructions} characters.]"
+        return (
+            text[: max(0, self._max_instructions - len(note))] + note
+            if self._max_instructions > len(note)
+            else ""
+        )
+
+    async def _catalog_or_none(self, context: RequestContext) -> Catalog | None:
+        """The caller's catalog; an unreachable upstream degrades the answer, a refused token does not."""
+        try:
+            return await self._catalogs.get(context.caller)
+        except UpstreamAuthError:
+            raise
+        except UpstreamError as exc:
+            logger.warning("catalog unavailable: %s", type(exc).__name__)
+            return None

@@ -1,0 +1,95 @@
+"""Configuration: every option is a `toolsearch serve` flag and a `TOOLSEARCH_*` environment variable.
+
+pydantic-settings reads and validates the environment (types, ranges, comma-separated lists) so
+that the command line (`cli`) only has to lay flags over it; the field descriptions are the help
+text of both, and README's configuration table is generated from the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+PatternList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TOOLSEARCH_", extra="forbid", frozen=True)
+
+    upstream: str = Field(
+        "",
+        description="URL of the upstream MCP endpoint (streamable HTTP), e.g. http://127.0.0.1:8080/mcp.",
+    )
+    transport: Literal["http", "stdio"] = Field(
+        "http",
+        description="Serve MCP over streamable HTTP, or over stdin/stdout (stdio: no caller credentials "
+        "reach the upstream).",
+    )
+    host: str = Field("127.0.0.1", description="Address to listen on (HTTP transport).")
+    port: int = Field(8090, ge=0, le=65535, description="Port to listen on (HTTP transport).")
+    path: str = Field("/mcp", description="Path of the MCP endpoint.")
+    allowed_origins: PatternList = Field(
+        default_factory=lambda: ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"],
+        description="Glob patterns of browser Origins allowed to call the proxy (DNS rebinding "
+        "protection); requests without an Origin header are always allowed.",
+    )
+    catalog_ttl: float = Field(
+        600.0,
+        gt=0,
+        description="Seconds a caller's catalog is fresh; after that it is listed again in the "
+        "background while the old one keeps serving.",
+    )
+    pin: PatternList = Field(
+        default_factory=list,
+        description="Glob patterns of tools listed as themselves next to the meta-tools.",
+    )
+    write_tools: PatternList = Field(
+        default_factory=list,
+        description="Glob patterns of tools treated as writes even when the upstream marks them read-only.",
+    )
+    max_batch_calls: int = Field(
+        10,
+        ge=0,
+        le=100,
+        description="Most calls in one call_read_tools request; 0 removes that tool.",
+    )
+    search_schemas: int = Field(
+        3,
+        ge=0,
+        le=25,
+        description="How many of the best search results carry their input schema.",
+    )
+    max_instructions: int = Field(
+        10_000,
+        ge=0,
+        description="Most characters of instructions (ours, then the upstream's) sent to clients.",
+    )
+    max_request_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=1024,
+        description="Largest accepted request body, in bytes.",
+    )
+    upstream_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds an upstream request (a listing page or a tool call) may take.",
+    )
+    upstream_connect_timeout: float = Field(
+        5.0, gt=0, description="Seconds to establish a connection to the upstream."
+    )
+    max_list_pages: int = Field(
+        100,
+        ge=1,
+        description="Most pages of upstream tools/list followed for one catalog.",
+    )
+    log_format: Literal["text", "json"] = Field("text", description="Log line format.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+
+    @field_validator("allowed_origins", "pin", "write_tools", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value

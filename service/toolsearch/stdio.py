@@ -1,0 +1,80 @@
+"""stdio transport: newline-delimited JSON-RPC on stdin/stdout, for clients that start servers as commands.
+
+There is no caller to take credentials from, so upstream requests carry no Authorization header:
+use it with upstreams that need none (README says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import BinaryIO
+
+import orjson
+
+from toolsearch.jsonrpc import (
+    INTERNAL_ERROR,
+    JsonRpcError,
+    Message,
+    error_response,
+    parse_message,
+    result_response,
+)
+from toolsearch.proxy import Proxy
+from toolsearch.server import RequestContext
+from toolsearch.upstream import CallerHeaders, UpstreamAuthError
+
+logger = logging.getLogger(__name__)
+
+_CONTEXT = RequestContext(caller=CallerHeaders(), headers=None)
+
+
+async def serve_stdio(proxy: Proxy, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    """Answer requests until stdin closes; requests run concurrently, answers are written whole."""
+    reader = stdin or sys.stdin.buffer
+    writer = stdout or sys.stdout.buffer
+    write_lock = asyncio.Lock()
+    pending: set[asyncio.Task[None]] = set()
+
+    async def write(response: dict[str, object]) -> None:
+        async with write_lock:
+            writer.write(orjson.dumps(response) + b"\n")
+            writer.flush()
+
+    async def answer(message: Message) -> None:
+        try:
+            result = await proxy.server.handle(message, _CONTEXT)
+        except JsonRpcError as error:
+            await write(error_response(message.id, error))
+        except UpstreamAuthError as refused:
+            error = JsonRpcError(
+                INTERNAL_ERROR,
+                f"The upstream refused the request (HTTP {refused.status}); stdio sends no credentials",
+            )
+            await write(error_response(message.id, error))
+        except Exception:
+            logger.exception("request failed inside toolsearch", extra={"method": message.method})
+            await write(
+                error_response(message.id, JsonRpcError(INTERNAL_ERROR, "Internal error in toolsearch"))
+            )
+        else:
+            await write(result_response(message.id, result))
+
+    try:
+        while line := await asyncio.to_thread(reader.readline):
+            if not line.strip():
+                continue
+            try:
+                message = parse_message(line)
+            except JsonRpcError as error:
+                await write(error_response(None, error))
+                continue
+            if message.is_notification or message.is_response:
+                continue
+            task = asyncio.create_task(answer(message))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+        await asyncio.gather(*pending)
+    finally:
+        await proxy.aclose()

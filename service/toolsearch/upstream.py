@@ -1,0 +1,510 @@
+"""The client toward the upstream MCP server (the gateway). It lists tools and calls them for a caller.
+
+It speaks both protocol eras (it tries 2026-07-28 `server/discover` once, and falls back to the
+`initialize` handshake for legacy servers), honours an upstream `Mcp-Session-Id`, reads JSON and SSE
+responses, and follows `nextCursor` a bounded number of pages. It forwards only what `CallerHeaders`
+holds of the caller's request. It knows nothing of catalogs or search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+import orjson
+
+from toolsearch import __version__
+from toolsearch.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
+from toolsearch.protocol import (
+    CLIENT_CAPABILITIES_META,
+    CLIENT_INFO_META,
+    LEGACY_VERSIONS,
+    METHOD_HEADER,
+    MODERN_VERSION,
+    NAME_HEADER,
+    PROTOCOL_VERSION_META,
+    SESSION_HEADER,
+    VERSION_HEADER,
+    Era,
+    encode_header_value,
+)
+
+logger = logging.getLogger(__name__)
+
+CLIENT_INFO: Final = {"name": "toolsearch", "version": __version__}
+_MAX_LEGACY_SESSIONS: Final = 4096
+_TOKEN_CHARS = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class CallerHeaders:
+    """What of a caller's request goes upstream: its credentials and its W3C trace context, nothing else."""
+
+    authorization: str | None = None
+    traceparent: str | None = None
+    tracestate: str | None = None
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> CallerHeaders:
+        return cls(
+            authorization=headers.get("authorization"),
+            traceparent=headers.get("traceparent"),
+            tracestate=headers.get("tracestate"),
+        )
+
+    def as_headers(self) -> dict[str, str]:
+        forwarded = {
+            "Authorization": self.authorization,
+            "traceparent": self.traceparent,
+            "tracestate": self.tracestate,
+        }
+        return {name: value for name, value in forwarded.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """One caller's tools as the upstream lists them, and the upstream's own instructions."""
+
+    tools: list[dict[str, Any]]
+    instructions: str | None
+
+
+class UpstreamError(Exception):
+    """The upstream could not be reached or answered something unusable."""
+
+
+class UpstreamAuthError(UpstreamError):
+    """The upstream refused the caller's credentials (401/403); passed to the caller as is."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        super().__init__(f"upstream answered HTTP {status}")
+        self.status = status
+        self.headers = dict(headers)
+        self.body = body
+
+
+class UpstreamRpcError(UpstreamError):
+    """The upstream answered with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"upstream error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+@dataclass(slots=True)
+class _LegacySession:
+    version: str
+    session_id: str | None
+    instructions: str | None
+
+
+@dataclass(slots=True)
+class _Sessions:
+    """Legacy sessions per caller (bounded LRU), and one handshake at a time per caller."""
+
+    sessions: OrderedDict[str, _LegacySession] = field(default_factory=OrderedDict)
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def get(self, key: str) -> _LegacySession | None:
+        session = self.sessions.get(key)
+        if session is not None:
+            self.sessions.move_to_end(key)
+        return session
+
+    def put(self, key: str, session: _LegacySession) -> None:
+        self.sessions[key] = session
+        self.sessions.move_to_end(key)
+        while len(self.sessions) > _MAX_LEGACY_SESSIONS:
+            evicted, _ = self.sessions.popitem(last=False)
+            self.locks.pop(evicted, None)
+
+    def lock(self, key: str) -> asyncio.Lock:
+        return self.locks.setdefault(key, asyncio.Lock())
+
+
+class UpstreamClient:
+    """Streamable-HTTP MCP client for one upstream URL, shared by every caller of this process."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 60.0,
+        connect_timeout: float = 5.0,
+        max_pages: int = 100,
+        max_response_bytes: int = 64 * 1024 * 1024,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url
+        self._max_pages = max_pages
+        self._max_response_bytes = max_response_bytes
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            follow_redirects=False,
+            headers={"User-Agent": f"toolsearch/{__version__}"},
+            transport=transport,
+        )
+        self._ids = itertools.count(1)
+        self._era: Era | None = None
+        self._sessions = _Sessions()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- public operations -------------------------------------------------------------------------
+
+    async def list_tools(self, caller: CallerHeaders, caller_key: str) -> Listing:
+        """Every tool the upstream lists for this caller (following `nextCursor`), and its instructions."""
+        era = await self._ensure_era(caller)
+        instructions = await self._instructions(era, caller, caller_key)
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen_cursors: set[str] = set()
+        for _ in range(self._max_pages):
+            params = {"cursor": cursor} if cursor is not None else {}
+            result = await self._request(era, caller, caller_key, "tools/list", params)
+            page = result.get("tools")
+            if not isinstance(page, list):
+                raise UpstreamError("upstream tools/list result has no 'tools' list")
+            tools.extend(tool for tool in page if isinstance(tool, dict))
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor or cursor in seen_cursors:
+                break
+            seen_cursors.add(cursor)
+        else:
+            logger.warning(
+                "upstream tools/list had more than %d pages; using the first ones", self._max_pages
+            )
+        if era == "modern":
+            tools = [tool for tool in tools if _has_valid_param_headers(tool)]
+        return Listing(tools=tools, instructions=instructions)
+
+    async def call_tool(
+        self,
+        caller: CallerHeaders,
+        caller_key: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Call one tool by its real name; the upstream's result is returned unchanged."""
+        era = await self._ensure_era(caller)
+        extra = _param_headers(input_schema, arguments) if era == "modern" and input_schema else {}
+        return await self._request(
+            era, caller, caller_key, "tools/call", {"name": name, "arguments": dict(arguments)}, extra
+        )
+
+    async def reachable(self) -> bool:
+        """Whether the upstream answers HTTP at all (any status counts: it is there)."""
+        try:
+            response = await self._http.post(
+                self.url,
+                content=b'{"jsonrpc":"2.0","id":0,"method":"ping"}',
+                headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+                timeout=5.0,
+            )
+        except httpx.HTTPError:
+            return False
+        await response.aclose()
+        return True
+
+    async def get_well_known(self, path: str) -> httpx.Response:
+        """GET an OAuth discovery document from the upstream's origin, for pass-through."""
+        url = httpx.URL(self.url).copy_with(path=path, query=None, fragment=None)
+        try:
+            return await self._http.get(url)
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream unreachable: {_describe(exc)}") from None
+
+    # -- eras and sessions -------------------------------------------------------------------------
+
+    async def _ensure_era(self, caller: CallerHeaders) -> Era:
+        """Probe once with `server/discover`; the era is a property of the server, not of a caller."""
+        if self._era is not None:
+            return self._era
+        try:
+            result = await self._send(
+                caller, "server/discover", _modern_params({}), _modern_headers("server/discover", {})
+            )
+        except UpstreamRpcError as exc:
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION and _only_modern(exc.data):
+                raise UpstreamError(
+                    f"the upstream speaks only protocol versions {exc.data.get('supported')}, "
+                    "which toolsearch does not support"
+                ) from None
+            self._era = "legacy"
+        except UpstreamAuthError:
+            raise
+        except _NotJsonRpc:
+            self._era = "legacy"
+        else:
+            versions = result.get("supportedVersions")
+            self._era = "modern" if isinstance(versions, list) and MODERN_VERSION in versions else "legacy"
+        logger.info("upstream speaks the %s protocol era", self._era)
+        return self._era
+
+    async def _instructions(self, era: Era, caller: CallerHeaders, caller_key: str) -> str | None:
+        if era == "modern":
+            result = await self._request(era, caller, caller_key, "server/discover", {})
+        else:
+            result = {"instructions": (await self._legacy_session(caller, caller_key)).instructions}
+        instructions = result.get("instructions")
+        return instructions if isinstance(instructions, str) and instructions else None
+
+    async def _legacy_session(self, caller: CallerHeaders, caller_key: str) -> _LegacySession:
+        session = self._sessions.get(caller_key)
+        if session is not None:
+            return session
+        async with self._sessions.lock(caller_key):
+            session = self._sessions.get(caller_key)
+            if session is None:
+                session = await self._initialize(caller)
+                self._sessions.put(caller_key, session)
+            return session
+
+    async def _initialize(self, caller: CallerHeaders) -> _LegacySession:
+        params = {"protocolVersion": LEGACY_VERSIONS[0], "capabilities": {}, "clientInfo": CLIENT_INFO}
+        headers: dict[str, str] = {}
+        result = await self._send(caller, "initialize", params, headers, capture=headers)
+        version = result.get("protocolVersion")
+        if version not in LEGACY_VERSIONS:
+            raise UpstreamError(
+                f"upstream negotiated protocol version {version!r}, which toolsearch does not speak"
+            )
+        session = _LegacySession(
+            version=str(version),
+            session_id=headers.get(SESSION_HEADER),
+            instructions=result.get("instructions") if isinstance(result.get("instructions"), str) else None,
+        )
+        await self._notify(caller, "notifications/initialized", _legacy_headers(session))
+        return session
+
+    async def _request(
+        self,
+        era: Era,
+        caller: CallerHeaders,
+        caller_key: str,
+        method: str,
+        params: dict[str, Any],
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        if era == "modern":
+            headers = {**_modern_headers(method, params), **(extra_headers or {})}
+            return await self._send(caller, method, _modern_params(params), headers)
+        session = await self._legacy_session(caller, caller_key)
+        try:
+            return await self._send(caller, method, params, _legacy_headers(session))
+        except _SessionExpired:
+            # The upstream forgot the session (restart, idle expiry): start a new one, once.
+            self._sessions.sessions.pop(caller_key, None)
+            session = await self._legacy_session(caller, caller_key)
+            return await self._send(caller, method, params, _legacy_headers(session))
+
+    # -- HTTP --------------------------------------------------------------------------------------
+
+    async def _notify(self, caller: CallerHeaders, method: str, headers: Mapping[str, str]) -> None:
+        body = orjson.dumps({"jsonrpc": "2.0", "method": method})
+        try:
+            response = await self._http.post(self.url, content=body, headers=self._headers(caller, headers))
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream unreachable: {_describe(exc)}") from None
+        await response.aclose()
+
+    async def _send(
+        self,
+        caller: CallerHeaders,
+        method: str,
+        params: dict[str, Any],
+        headers: Mapping[str, str],
+        *,
+        capture: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        request_id = next(self._ids)
+        body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        try:
+            async with self._http.stream(
+                "POST", self.url, content=body, headers=self._headers(caller, headers)
+            ) as response:
+                if capture is not None and SESSION_HEADER in response.headers:
+                    capture[SESSION_HEADER] = response.headers[SESSION_HEADER]
+                message = await self._read_response(response, request_id, session=SESSION_HEADER in headers)
+        except httpx.TimeoutException:
+            raise UpstreamError(f"upstream did not answer {method} in time") from None
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream unreachable: {_describe(exc)}") from None
+        error = message.get("error")
+        if isinstance(error, dict):
+            raise UpstreamRpcError(
+                int(error.get("code", -32603)) if isinstance(error.get("code"), int) else -32603,
+                str(error.get("message", "")),
+                error.get("data"),
+            )
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise UpstreamError(f"upstream answered {method} without a result object")
+        return result
+
+    def _headers(self, caller: CallerHeaders, headers: Mapping[str, str]) -> dict[str, str]:
+        return {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+            **caller.as_headers(),
+        }
+
+    async def _read_response(
+        self, response: httpx.Response, request_id: int, *, session: bool
+    ) -> dict[str, Any]:
+        if response.status_code in (401, 403):
+            body = await self._read_capped(response)
+            raise UpstreamAuthError(response.status_code, response.headers, body)
+        if response.status_code == 404 and session:
+            raise _SessionExpired
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type == "text/event-stream" and response.status_code == 200:
+            return await self._read_sse(response, request_id)
+        body = await self._read_capped(response)
+        try:
+            message = orjson.loads(body) if body else None
+        except orjson.JSONDecodeError:
+            message = None
+        if not isinstance(message, dict) or ("result" not in message and "error" not in message):
+            if response.status_code >= 400:
+                raise _NotJsonRpc(f"upstream answered HTTP {response.status_code}")
+            raise UpstreamError(f"upstream answered HTTP {response.status_code} with no JSON-RPC response")
+        return message
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > self._max_response_bytes:
+                raise UpstreamError(f"upstream response is larger than {self._max_response_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _read_sse(self, response: httpx.Response, request_id: int) -> dict[str, Any]:
+        """Read SSE events until the response to our request; notifications before it are skipped."""
+        data: list[str] = []
+        size = 0
+        async for line in response.aiter_lines():
+            size += len(line)
+            if size > self._max_response_bytes:
+                raise UpstreamError(f"upstream response is larger than {self._max_response_bytes} bytes")
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif line == "" and data:
+                try:
+                    message = orjson.loads("\n".join(data))
+                except orjson.JSONDecodeError:
+                    message = None
+                data = []
+                if (
+                    isinstance(message, dict)
+                    and message.get("id") == request_id
+                    and ("result" in message or "error" in message)
+                ):
+                    return message
+        raise UpstreamError("upstream SSE stream ended before the response")
+
+
+class _NotJsonRpc(UpstreamError):
+    """An HTTP error without a JSON-RPC body: for era detection, the mark of a legacy server."""
+
+
+class _SessionExpired(UpstreamError):
+    """HTTP 404 on a request that carried a session id."""
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _only_modern(data: Any) -> bool:
+    supported = data.get("supported") if isinstance(data, dict) else None
+    return isinstance(supported, list) and not any(v in LEGACY_VERSIONS for v in supported)
+
+
+def _modern_params(params: dict[str, Any]) -> dict[str, Any]:
+    meta = {
+        PROTOCOL_VERSION_META: MODERN_VERSION,
+        CLIENT_CAPABILITIES_META: {},
+        CLIENT_INFO_META: CLIENT_INFO,
+    }
+    return {**params, "_meta": meta}
+
+
+def _modern_headers(method: str, params: Mapping[str, Any]) -> dict[str, str]:
+    headers = {VERSION_HEADER: MODERN_VERSION, METHOD_HEADER: method}
+    if method == "tools/call":
+        headers[NAME_HEADER] = encode_header_value(str(params["name"]))
+    return headers
+
+
+def _legacy_headers(session: _LegacySession) -> dict[str, str]:
+    headers = {VERSION_HEADER: session.version}
+    if session.session_id is not None:
+        headers[SESSION_HEADER] = session.session_id
+    return headers
+
+
+def _header_paths(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any, Any]]:
+    """(property path, x-mcp-header value, declared type) of every annotated property reachable via
+    `properties` chains only, as the 2026-07-28 transport defines them."""
+    found: list[tuple[tuple[str, ...], Any, Any]] = []
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping) or len(path) > 16:
+        return found
+    for key, prop in properties.items():
+        if not isinstance(prop, Mapping):
+            continue
+        if "x-mcp-header" in prop:
+            found.append(((*path, str(key)), prop["x-mcp-header"], prop.get("type")))
+        found.extend(_header_paths(prop, (*path, str(key))))
+    return found
+
+
+def _has_valid_param_headers(tool: Mapping[str, Any]) -> bool:
+    """Tools whose `x-mcp-header` annotations break the spec's rules are left out, as clients must."""
+    annotated = _header_paths(tool.get("inputSchema"))
+    names = [name for _, name, _ in annotated]
+    valid = all(
+        isinstance(name, str) and _TOKEN_CHARS.match(name) and kind in ("string", "integer", "boolean")
+        for _, name, kind in annotated
+    ) and len({str(n).lower() for n in names}) == len(names)
+    if not valid:
+        logger.warning("left out upstream tool %r: invalid x-mcp-header annotation", tool.get("name"))
+    return valid
+
+
+def _param_headers(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """`Mcp-Param-{Name}` headers mirroring the arguments at annotated properties."""
+    headers: dict[str, str] = {}
+    for path, name, _ in _header_paths(schema):
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int) and abs(value) <= _MAX_SAFE_INTEGER:
+            text = str(value)
+        elif isinstance(value, str):
+            text = value
+        else:
+            continue
+        headers[f"Mcp-Param-{name}"] = encode_header_value(text)
+    return headers
