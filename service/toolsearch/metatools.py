@@ -225,6 +225,7 @@ class MetaTools:
         started = time.perf_counter()
         if not isinstance(arguments, dict):
             return error_result(f"Arguments of {name} must be a JSON object.")
+        arguments = _with_parsed_arguments(arguments)
         problems = argument_problems(self._schemas[name], arguments)
         if problems:
             result = _schema_error(name, problems, self._schemas[name])
@@ -399,6 +400,18 @@ def _as_arguments(arguments: Any) -> Any:
             return arguments
         return parsed if isinstance(parsed, dict) else arguments
     return arguments
+
+
+def _with_parsed_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Meta-tool arguments with each nested tool's `arguments` parsed as `_as_arguments` does."""
+    parsed = dict(arguments)
+    if "arguments" in parsed:
+        parsed["arguments"] = _as_arguments(parsed["arguments"])
+    if isinstance(parsed.get("calls"), list):
+        parsed["calls"] = [
+            _with_parsed_arguments(call) if isinstance(call, dict) else call for call in parsed["calls"]
+        ]
+    return parsed
 
 
 def _catalog_unavailable(exc: UpstreamError) -> dict[str, Any]:

@@ -1,0 +1,65 @@
+"""The command line: every setting is a flag and a TOOLSEARCH_* variable, documented, with clear errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolsearch.cli import build_parser, main, settings_from_args
+from toolsearch.settings import Settings
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _serve_help() -> str:
+    serve = build_parser()._subparsers._group_actions[0].choices["serve"]
+    return serve.format_help()
+
+
+@pytest.mark.parametrize("field", list(Settings.model_fields))
+def test_serve_help_lists_every_setting_with_its_variable(field: str) -> None:
+    help_text = " ".join(_serve_help().split())
+    assert "--" + field.replace("_", "-") in help_text
+    assert f"TOOLSEARCH_{field.upper()}" in help_text
+
+
+@pytest.mark.parametrize("field", list(Settings.model_fields))
+def test_readme_documents_every_setting(field: str) -> None:
+    readme = README.read_text()
+    assert f"`--{field.replace('_', '-')}`" in readme
+    assert f"`TOOLSEARCH_{field.upper()}`" in readme
+
+
+def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLSEARCH_PORT", "9000")
+    monkeypatch.setenv("TOOLSEARCH_CATALOG_TTL", "30")
+    args = build_parser().parse_args(["serve", "--port", "9100"])
+    settings = settings_from_args(args)
+    assert (settings.port, settings.catalog_ttl) == (9100, 30.0)
+
+
+def test_list_flags_take_repeats_and_commas() -> None:
+    args = build_parser().parse_args(["serve", "--pin", "a_*,b_*", "--pin", "c"])
+    assert settings_from_args(args).pin == ["a_*", "b_*", "c"]
+
+
+def test_invalid_value_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--upstream", "http://x/mcp", "--max-batch-calls", "500"]) == 2
+    assert re.search(r"invalid --max-batch-calls: .*less than or equal to 100", capsys.readouterr().err)
+
+
+def test_serve_without_an_upstream_says_how_to_give_one() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolsearch", "serve"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "pass --upstream URL (or set TOOLSEARCH_UPSTREAM)" in done.stderr
+    assert "Traceback" not in done.stderr
