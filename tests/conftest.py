@@ -88,9 +88,11 @@ async def connect(
     """An MCP SDK client on `url`, sending `Authorization: Bearer <token>` when a token is given."""
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    async with httpx2.AsyncClient(headers=headers) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
 
 
 async def call_json(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

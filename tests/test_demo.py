@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
+
 from toolsearch.demo.canned import CANNED_LABEL
 from toolsearch.demo.run import DEMO_QUERY, add_demo_command
 

@@ -56,9 +56,11 @@ async def test_proxy_works_with_every_kind_of_upstream(catalog_tools, options: d
 
 
 async def test_legacy_upstream_session_id_is_sent_back(catalog_tools) -> None:
-    with running_upstream(catalog_tools, legacy_only=True, stateless=False) as (url, upstream):
-        with running_proxy(url) as proxy:
-            await _search_and_call(proxy)
+    with (
+        running_upstream(catalog_tools, legacy_only=True, stateless=False) as (url, upstream),
+        running_proxy(url) as proxy,
+    ):
+        await _search_and_call(proxy)
     initialize = upstream.requests_for("initialize")
     call = upstream.requests_for("tools/call")[-1]
     assert len(initialize) == 1

@@ -17,8 +17,6 @@ import mcp_types
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from toolsearch.demo.canned import CANNED_LABEL
-from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process
 
 from tests.support.upstream import (
     DemoUpstream,
@@ -31,6 +29,8 @@ from tests.support.upstream import (
     response_message,
     serve_upstream,
 )
+from toolsearch.demo.canned import CANNED_LABEL
+from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process
 
 TOOLS = recorded_tools(["github", "slack", "time", "yfinance", "notion"])
 X_TOOLS = {tool["name"] for tool in TOOLS if tool["name"].startswith(("github_", "time_"))}

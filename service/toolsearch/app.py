@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from toolsearch.jsonrpc import (
     INTERNAL_ERROR,
@@ -25,6 +26,7 @@ from toolsearch.jsonrpc import (
 from toolsearch.proxy import Proxy
 from toolsearch.server import RequestContext
 from toolsearch.settings import Settings
+from toolsearch.telemetry import Telemetry
 from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -59,9 +61,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAPI:
     """The HTTP application; the proxy's parts are created when it starts and closed when it stops."""
-    proxy = Proxy.from_settings(settings)
+    proxy = Proxy.from_settings(settings, telemetry)
     ready = {"at": 0.0, "ok": False}
 
     @asynccontextmanager
@@ -100,7 +102,11 @@ def create_app(settings: Settings) -> FastAPI:
         if message.is_response or message.is_notification:
             return Response(status_code=202)
         started = time.perf_counter()
-        context = RequestContext(caller=CallerHeaders.from_headers(request.headers), headers=request.headers)
+        context = RequestContext(
+            caller=CallerHeaders.from_headers(request.headers),
+            headers=request.headers,
+            trace_context=Telemetry.extract(request.headers),
+        )
         try:
             result = await proxy.server.handle(message, context)
         except JsonRpcError as error:
@@ -139,6 +145,10 @@ def create_app(settings: Settings) -> FastAPI:
         headers = {"content-type": upstream.headers.get("content-type", "application/json")}
         return Response(upstream.content, status_code=upstream.status_code, headers=headers)
 
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(proxy.telemetry.prometheus_text(), media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/healthz")
     async def healthz() -> Response:
         return _json({"status": "ok"})
@@ -149,8 +159,10 @@ def create_app(settings: Settings) -> FastAPI:
         if now - ready["at"] > _READY_CACHE_SECONDS:
             ready["ok"] = await proxy.upstream.reachable()
             ready["at"] = now
+        # A Redis outage degrades sharing, not serving: it shows here but does not fail readiness.
+        store = await proxy.catalogs.health()
         if ready["ok"]:
-            return _json({"status": "ready", "upstream": "reachable"})
-        return _json({"status": "not ready", "upstream": "unreachable"}, 503)
+            return _json({"status": "ready", "upstream": "reachable", "catalog_store": store})
+        return _json({"status": "not ready", "upstream": "unreachable", "catalog_store": store}, 503)
 
     return app

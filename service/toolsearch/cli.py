@@ -69,7 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=settings.port,
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=10,
+        timeout_graceful_shutdown=settings.shutdown_grace,
     )
     return 0
 

@@ -19,6 +19,7 @@ import orjson
 from toolsearch.catalog import Catalog, CatalogService, caller_key
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.policy import ToolPolicy
+from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool
 from toolsearch.upstream import (
     CallerHeaders,
@@ -184,7 +185,9 @@ class MetaTools:
         *,
         max_batch_calls: int = 10,
         search_schemas: int = 3,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self._telemetry = telemetry or Telemetry(use_environment=False)
         self._catalogs = catalogs
         self._upstream = upstream
         self._policy = policy
@@ -199,6 +202,9 @@ class MetaTools:
             CALL_READ_BATCH: self._call_read_batch,
             CALL_WRITE: self._call_write,
         }
+
+    def is_meta_tool(self, name: object) -> bool:
+        return name in self._schemas
 
     def listed_tools(self, catalog: Catalog | None) -> list[dict[str, Any]]:
         """What `tools/list` shows: the meta-tools, then the caller's pinned tools as themselves."""
@@ -256,7 +262,11 @@ class MetaTools:
         results = []
         for query in queries:
             tools = []
-            for rank, (tool, _score) in enumerate(catalog.search(query, limit)):
+            with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
+                started = time.perf_counter()
+                ranked = catalog.search(query, limit)
+                self._telemetry.search_duration.record(elapsed(started))
+            for rank, (tool, _score) in enumerate(ranked):
                 entry = self._summary(tool)
                 if rank < schemas and tool.name not in shown:
                     entry["inputSchema"] = tool.input_schema

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from toolsearch.catalog import CatalogService
+from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
 from toolsearch.metatools import MetaTools
 from toolsearch.policy import ToolPolicy
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.server import McpServer
 from toolsearch.settings import Settings
-from toolsearch.store import MemoryCatalogStore
+from toolsearch.store import CatalogStore, MemoryCatalogStore
+from toolsearch.telemetry import Telemetry
+from toolsearch.tool import ToolInterner
 from toolsearch.upstream import UpstreamClient
 
 
@@ -20,19 +23,29 @@ class Proxy:
     upstream: UpstreamClient
     catalogs: CatalogService
     server: McpServer
+    telemetry: Telemetry
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Proxy:
+    def from_settings(cls, settings: Settings, telemetry: Telemetry | None = None) -> Proxy:
         if not settings.upstream:
             raise ValueError("no upstream: pass --upstream URL (or set TOOLSEARCH_UPSTREAM)")
+        telemetry = telemetry or Telemetry()
         upstream = UpstreamClient(
             settings.upstream,
             timeout=settings.upstream_timeout,
             connect_timeout=settings.upstream_connect_timeout,
             max_pages=settings.max_list_pages,
+            telemetry=telemetry,
         )
+        interner = ToolInterner()
         catalogs = CatalogService(
-            upstream, MemoryCatalogStore(), LexicalIndex.build, ttl=settings.catalog_ttl
+            upstream,
+            _catalog_store(settings, interner),
+            LexicalIndex.build,
+            ttl=settings.catalog_ttl,
+            max_materialized=settings.max_cached_catalogs,
+            identifier=_identifier(settings),
+            interner=interner,
         )
         policy = ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools))
         metatools = MetaTools(
@@ -41,6 +54,7 @@ class Proxy:
             policy,
             max_batch_calls=settings.max_batch_calls,
             search_schemas=settings.search_schemas,
+            telemetry=telemetry,
         )
         server = McpServer(
             metatools,
@@ -48,9 +62,49 @@ class Proxy:
             max_instructions=settings.max_instructions,
             catalog_ttl=settings.catalog_ttl,
             catalog_in_tools_list=bool(settings.pin),
+            telemetry=telemetry,
         )
-        return cls(settings=settings, upstream=upstream, catalogs=catalogs, server=server)
+        return cls(
+            settings=settings, upstream=upstream, catalogs=catalogs, server=server, telemetry=telemetry
+        )
 
     async def aclose(self) -> None:
         await self.catalogs.aclose()
         await self.upstream.aclose()
+        self.telemetry.shutdown()
+
+
+def _catalog_store(settings: Settings, interner: ToolInterner) -> CatalogStore:
+    if not settings.redis_url:
+        return MemoryCatalogStore(max_catalogs=settings.max_cached_catalogs)
+    from toolsearch.redis_store import RedisCatalogStore
+
+    return RedisCatalogStore.from_url(
+        settings.redis_url,
+        interner,
+        prefix=settings.redis_prefix,
+        ttl=settings.redis_ttl,
+        timeout=settings.redis_timeout,
+    )
+
+
+def _identifier(settings: Settings) -> Identifier:
+    if settings.catalog_identity == "token":
+        return TokenIdentifier()
+    missing = [
+        flag
+        for flag, value in (
+            ("--jwt-jwks-url", settings.jwt_jwks_url),
+            ("--jwt-issuer", settings.jwt_issuer),
+            ("--jwt-audience", settings.jwt_audience),
+        )
+        if not value
+    ]
+    if missing:
+        raise ValueError(f"--catalog-identity jwt needs {', '.join(missing)}")
+    return JwtIdentifier(
+        settings.jwt_jwks_url,
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        claims=settings.jwt_identity_claims,
+    )

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from opentelemetry.context import Context
+from opentelemetry.trace import SpanKind
 
 from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError, Message
@@ -20,6 +24,7 @@ from toolsearch.protocol import (
     negotiate_legacy_version,
     request_era,
 )
+from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -40,6 +45,8 @@ class RequestContext:
     caller: CallerHeaders
     headers: Mapping[str, str] | None
     """HTTP request headers (lower-case names); None on stdio, where there are none to check."""
+    trace_context: Context | None = None
+    """The caller's trace, continued by this request's span."""
 
 
 class McpServer:
@@ -51,7 +58,9 @@ class McpServer:
         max_instructions: int,
         catalog_ttl: float,
         catalog_in_tools_list: bool,
+        telemetry: Telemetry,
     ) -> None:
+        self._telemetry = telemetry
         self._metatools = metatools
         self._catalogs = catalogs
         self._max_instructions = max_instructions
@@ -61,7 +70,43 @@ class McpServer:
     async def handle(self, message: Message, context: RequestContext) -> dict[str, Any]:
         """The result of one request; raises `JsonRpcError`, or `UpstreamAuthError` for pass-through."""
         method = message.method or ""
-        params = message.params
+        tool = message.params.get("name") if method == "tools/call" else None
+        attributes = {METHOD: method, REQUEST_ID: str(message.id)}
+        if isinstance(tool, str):
+            attributes[TOOL] = tool
+        # Metrics name meta-tools only: upstream tool names would make their cardinality unbounded.
+        metric_tool = tool if self._metatools.is_meta_tool(tool) else "(upstream)" if tool else ""
+        outcome = "ok"
+        started = time.perf_counter()
+        span_name = f"{method} {tool}" if isinstance(tool, str) else method
+        with self._telemetry.span(
+            span_name, kind=SpanKind.SERVER, context=context.trace_context, attributes=attributes
+        ) as span:
+            try:
+                result = await self._answer(method, message.params, context)
+            except JsonRpcError as error:
+                outcome = "rpc_error"
+                Telemetry.fail(span, str(error.code))
+                raise
+            except UpstreamAuthError as refused:
+                outcome = "unauthorized"
+                Telemetry.fail(span, str(refused.status))
+                raise
+            except Exception as exc:
+                outcome = "internal_error"
+                Telemetry.fail(span, type(exc).__name__)
+                raise
+            else:
+                if result.get("isError"):
+                    outcome = "tool_error"
+                    Telemetry.fail(span, "tool_error")
+                return result
+            finally:
+                self._telemetry.server_duration.record(
+                    elapsed(started), {METHOD: method, TOOL: metric_tool, OUTCOME: outcome}
+                )
+
+    async def _answer(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         era: Era = request_era(method, params, context.headers)
         if era == "modern":
             check_modern_request(method, params, context.headers)

@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any, Final
 
 import httpx
 import orjson
+from opentelemetry.trace import SpanKind
 
 from toolsearch import __version__
 from toolsearch.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
@@ -35,6 +37,7 @@ from toolsearch.protocol import (
     Era,
     encode_header_value,
 )
+from toolsearch.telemetry import ERROR_TYPE, METHOD, TOOL, Telemetry, elapsed
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +147,9 @@ class UpstreamClient:
         max_pages: int = 100,
         max_response_bytes: int = 64 * 1024 * 1024,
         transport: httpx.AsyncBaseTransport | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self._telemetry = telemetry or Telemetry(use_environment=False)
         self.url = url
         self._max_pages = max_pages
         self._max_response_bytes = max_response_bytes
@@ -330,6 +335,38 @@ class UpstreamClient:
         *,
         capture: dict[str, str] | None = None,
     ) -> dict[str, Any]:
+        """One JSON-RPC request, inside a client span that the upstream's own spans continue."""
+        name = params.get("name") if method == "tools/call" else None
+        attributes = {METHOD: method, TOOL: name} if isinstance(name, str) else {METHOD: method}
+        started = time.perf_counter()
+        error_type = ""
+        with self._telemetry.span(method, kind=SpanKind.CLIENT, attributes=attributes) as span:
+            try:
+                return await self._exchange(caller, method, params, headers, capture)
+            except UpstreamRpcError as exc:
+                error_type = str(exc.code)
+                raise
+            except UpstreamAuthError as exc:
+                error_type = str(exc.status)
+                raise
+            except UpstreamError as exc:
+                error_type = type(exc).__name__
+                raise
+            finally:
+                metric = {METHOD: method, ERROR_TYPE: error_type} if error_type else {METHOD: method}
+                self._telemetry.client_duration.record(elapsed(started), metric)
+                if error_type:
+                    Telemetry.fail(span, error_type)
+                    self._telemetry.upstream_errors.add(1, metric)
+
+    async def _exchange(
+        self,
+        caller: CallerHeaders,
+        method: str,
+        params: dict[str, Any],
+        headers: Mapping[str, str],
+        capture: dict[str, str] | None,
+    ) -> dict[str, Any]:
         request_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
@@ -356,12 +393,15 @@ class UpstreamClient:
         return result
 
     def _headers(self, caller: CallerHeaders, headers: Mapping[str, str]) -> dict[str, str]:
-        return {
+        sent = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
             **headers,
             **caller.as_headers(),
         }
+        # The current span continues the caller's trace (or, untraced, is the caller's own context).
+        Telemetry.inject(sent)
+        return sent
 
     async def _read_response(
         self, response: httpx.Response, request_id: int, *, session: bool

@@ -1,0 +1,165 @@
+"""OpenTelemetry traces and metrics, named after the OpenTelemetry MCP semantic conventions.
+
+Spans and metrics carry method names, tool names, outcomes, counts and durations: never a token,
+query, argument or result. Traces are exported over OTLP when the standard `OTEL_EXPORTER_OTLP_*`
+variables name an endpoint (otherwise no span is recorded, and a caller's `traceparent` is passed
+upstream as it came); metrics are always served as Prometheus text on `/metrics`, and exported over
+OTLP too when configured.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Final
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from prometheus_client import CollectorRegistry, generate_latest
+
+from toolsearch import __version__
+
+METHOD: Final = "mcp.method.name"
+PROTOCOL_VERSION: Final = "mcp.protocol.version"
+TOOL: Final = "gen_ai.tool.name"
+REQUEST_ID: Final = "jsonrpc.request.id"
+ERROR_TYPE: Final = "error.type"
+OUTCOME: Final = "toolsearch.outcome"
+CATALOG_RESULT: Final = "toolsearch.catalog.result"
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+_LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+def _otlp_configured(kind: str) -> bool:
+    return bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(f"OTEL_EXPORTER_OTLP_{kind}_ENDPOINT")
+    )
+
+
+class Telemetry:
+    """One process's tracer and instruments. `Telemetry()` reads the standard OTEL_* variables;
+    tests pass an in-memory span exporter and metric reader instead."""
+
+    def __init__(
+        self,
+        *,
+        span_exporter: SpanExporter | None = None,
+        metric_reader: MetricReader | None = None,
+        use_environment: bool = True,
+    ) -> None:
+        resource = Resource.create({"service.name": "toolsearch", "service.version": __version__})
+        if span_exporter is None and use_environment and _otlp_configured("TRACES"):
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            span_exporter = OTLPSpanExporter()
+        self._tracer_provider: TracerProvider | None = None
+        if span_exporter is not None:
+            self._tracer_provider = TracerProvider(resource=resource)
+            self._tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+            self.tracer: trace.Tracer = self._tracer_provider.get_tracer("toolsearch", __version__)
+        else:
+            self.tracer = trace.NoOpTracer()
+
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+        self.registry = CollectorRegistry()
+        readers: list[MetricReader] = [PrometheusMetricReader(registry=self.registry)]
+        if metric_reader is not None:
+            readers.append(metric_reader)
+        if use_environment and _otlp_configured("METRICS"):
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+            readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+        self._meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+        meter = self._meter_provider.get_meter("toolsearch", __version__)
+
+        def histogram(name: str, description: str) -> Any:
+            return meter.create_histogram(
+                name, unit="s", description=description, explicit_bucket_boundaries_advisory=_LATENCY_BUCKETS
+            )
+
+        self.server_duration = histogram(
+            "mcp.server.operation.duration", "MCP requests served, by method, meta-tool and outcome."
+        )
+        self.client_duration = histogram(
+            "mcp.client.operation.duration", "Requests to the upstream MCP server."
+        )
+        self.upstream_errors = meter.create_counter(
+            "toolsearch.upstream.errors",
+            description="Upstream requests that failed, by method and error type.",
+        )
+        self.search_duration = histogram("toolsearch.search.duration", "search_tools ranking time per query.")
+        self.catalog_lookups = meter.create_counter(
+            "toolsearch.catalog.lookups", description="Catalog lookups by result: hit, stale or miss."
+        )
+        self.catalog_refreshes = meter.create_counter(
+            "toolsearch.catalog.refreshes", description="Upstream listings of a catalog, by outcome."
+        )
+        self.catalog_listing_duration = histogram(
+            "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
+        )
+        self.store_errors = meter.create_counter(
+            "toolsearch.store.errors", description="Failed operations on the shared catalog store (Redis)."
+        )
+
+    @property
+    def tracing(self) -> bool:
+        return self._tracer_provider is not None
+
+    @staticmethod
+    def extract(headers: Mapping[str, str]) -> Context:
+        """The caller's trace context (W3C `traceparent`/`tracestate`), to continue its trace."""
+        return _PROPAGATOR.extract(carrier=dict(headers))
+
+    @staticmethod
+    def inject(headers: dict[str, str]) -> None:
+        """Write the current trace context into upstream request headers."""
+        _PROPAGATOR.inject(carrier=headers)
+
+    @contextmanager
+    def span(
+        self,
+        name: str,
+        *,
+        kind: SpanKind = SpanKind.INTERNAL,
+        context: Context | None = None,
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Iterator[Span]:
+        with self.tracer.start_as_current_span(
+            name, context=context, kind=kind, attributes=attributes, record_exception=False
+        ) as span:
+            yield span
+
+    @staticmethod
+    def fail(span: Span, error_type: str) -> None:
+        span.set_attribute(ERROR_TYPE, error_type)
+        span.set_status(Status(StatusCode.ERROR))
+
+    def prometheus_text(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def flush(self) -> None:
+        """Export what is buffered now (spans are batched)."""
+        if self._tracer_provider is not None:
+            self._tracer_provider.force_flush()
+        self._meter_provider.force_flush()
+
+    def shutdown(self) -> None:
+        if self._tracer_provider is not None:
+            self._tracer_provider.shutdown()
+        self._meter_provider.shutdown()
+
+
+def elapsed(started: float) -> float:
+    """Seconds since `started` (a `time.perf_counter()` reading)."""
+    return time.perf_counter() - started
