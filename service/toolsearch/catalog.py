@@ -1,24 +1,33 @@
 """Per-caller catalogs: what the upstream lists for a caller, cached, refreshed, and searchable.
 
-A caller is known only by the SHA-256 of its `Authorization` header (never the header itself).
-Catalogs are fresh for a TTL; a stale one keeps serving while one background listing replaces it,
-and concurrent first requests for one caller share a single upstream listing. Callers with the
-same tools share `Tool` objects (interned by content) and the search index built over them.
+A caller is known by its identity key (`identity`: the SHA-256 of its `Authorization` header, or of
+its verified JWT identity), never by the header itself. Catalogs are fresh for a TTL; a stale one
+keeps serving while one background listing replaces it. One listing per catalog at a time, in this
+process (concurrent first requests share it) and across replicas (the store's lease: the others
+wait for a first listing, or keep serving the stale catalog during a refresh).
+
+Each replica keeps the catalogs it served last (a bounded LRU) in front of the store, and asks the
+store only which version it holds: a newer one written by another replica is read, an older or
+missing one is replaced by this replica's copy. When the store is unavailable the replica serves
+its own copy or lists the upstream itself. Callers with the same tools share one `Toolset` (the
+interned tools, their name lookup and their search index).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from contextlib import suppress
+from typing import Any, Final
 
+from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
+from toolsearch.identity import caller_key as caller_key
 from toolsearch.search import SearchIndex
-from toolsearch.store import CatalogRecord, CatalogStore
+from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.upstream import CallerHeaders, UpstreamClient
 
@@ -26,42 +35,65 @@ logger = logging.getLogger(__name__)
 
 IndexBuilder = Callable[[Sequence[Tool]], SearchIndex]
 
+_POLL_SECONDS: Final = 0.05
+"""How often a replica waiting for another one's first listing looks for it."""
+_MAX_WAIT_SECONDS: Final = 30.0
+"""How long it waits at most before listing itself (the other one may be stuck)."""
 
-def caller_key(authorization: str | None) -> str:
-    """The catalog key of a caller: a hash of its credentials, so the token itself is never stored."""
-    return hashlib.sha256((authorization or "").encode()).hexdigest()
 
+class Toolset:
+    """A distinct list of tools, shared by every caller who sees exactly these tools."""
 
-def catalog_digest(tools: Sequence[Tool]) -> str:
-    return hashlib.sha256("\n".join(tool.digest for tool in tools).encode()).hexdigest()
+    __slots__ = ("__weakref__", "digest", "index", "positions", "tools")
+
+    def __init__(self, tools: tuple[Tool, ...], digest: str, index: SearchIndex) -> None:
+        self.tools = tools
+        self.digest = digest
+        self.index = index
+        self.positions = {tool.name: position for position, tool in enumerate(tools)}
 
 
 class Catalog:
     """One caller's tools, in upstream order, with the search index shared by equal catalogs."""
 
-    __slots__ = ("_by_name", "digest", "index", "instructions", "listed_at", "tools")
+    __slots__ = ("_toolset", "expires_at", "instructions", "listed_at")
 
-    def __init__(self, record: CatalogRecord, digest: str, index: SearchIndex) -> None:
-        self.tools = record.tools
-        self.instructions = record.instructions
-        self.listed_at = record.listed_at
-        self.digest = digest
-        self.index = index
-        self._by_name = {tool.name: position for position, tool in enumerate(record.tools)}
+    def __init__(
+        self, toolset: Toolset, instructions: str | None, listed_at: float, expires_at: float | None = None
+    ) -> None:
+        self._toolset = toolset
+        self.instructions = instructions
+        self.listed_at = listed_at
+        self.expires_at = expires_at
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        return self._toolset.tools
+
+    @property
+    def digest(self) -> str:
+        return self._toolset.digest
+
+    @property
+    def index(self) -> SearchIndex:
+        return self._toolset.index
 
     def __len__(self) -> int:
-        return len(self.tools)
+        return len(self._toolset.tools)
 
     def get(self, name: str) -> Tool | None:
-        position = self._by_name.get(name)
-        return None if position is None else self.tools[position]
+        position = self._toolset.positions.get(name)
+        return None if position is None else self._toolset.tools[position]
 
     @property
     def names(self) -> list[str]:
-        return list(self._by_name)
+        return list(self._toolset.positions)
 
     def search(self, query: str, limit: int) -> list[tuple[Tool, float]]:
         return [(self.tools[hit.position], hit.score) for hit in self.index.search(query, limit)]
+
+    def record(self) -> CatalogRecord:
+        return CatalogRecord(self.tools, self.instructions, self.listed_at, self.expires_at)
 
 
 class CatalogService:
@@ -75,6 +107,8 @@ class CatalogService:
         *,
         ttl: float,
         max_materialized: int = 1024,
+        identifier: Identifier | None = None,
+        interner: ToolInterner | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._upstream = upstream
@@ -82,46 +116,125 @@ class CatalogService:
         self._build_index = index_builder
         self._ttl = ttl
         self._clock = clock
-        self._interner = ToolInterner()
+        self._identifier = identifier or TokenIdentifier()
+        self._interner = interner or ToolInterner()
         self._listings: dict[str, asyncio.Task[CatalogRecord]] = {}
+        self._refreshing: set[str] = set()
+        self._writing_back: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._catalogs: OrderedDict[str, Catalog] = OrderedDict()
         self._max_materialized = max_materialized
-        self._indexes: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-        self._index_builds: dict[str, asyncio.Task[SearchIndex]] = {}
+        self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
+        self._toolset_builds: dict[str, asyncio.Task[Toolset]] = {}
+        self.listings = 0
+        """Upstream listings made by this process (a counter for metrics)."""
 
     @property
     def interned_tools(self) -> int:
         return len(self._interner)
 
     async def get(self, caller: CallerHeaders) -> Catalog:
-        key = caller_key(caller.authorization)
-        record = await self._store.get(key)
-        if record is None:
-            record = await self._list_once(key, caller)
-        elif self._clock() - record.listed_at >= self._ttl:
-            self._refresh_in_background(key, caller)
-        return await self._materialize(key, record)
+        identity = await self._identifier.identify(caller.authorization)
+        catalog = await self._current(identity.key)
+        if catalog is None:
+            catalog = await self._materialize(identity.key, await self._list_once(identity, caller))
+        elif self._clock() - catalog.listed_at >= self._ttl:
+            self._refresh_in_background(identity, caller)
+        return catalog
+
+    async def health(self) -> dict[str, Any]:
+        """The store's state for `/readyz`, and this process's catalog counters."""
+        return {
+            **await self._store.health(),
+            "cached_catalogs": len(self._catalogs),
+            "listings": self.listings,
+        }
 
     async def aclose(self) -> None:
         for task in [*self._background, *self._listings.values()]:
             task.cancel()
         await asyncio.gather(*self._background, *self._listings.values(), return_exceptions=True)
+        await self._store.aclose()
+        await self._identifier.aclose()
+
+    # -- finding the current catalog ---------------------------------------------------------------
+
+    async def _current(self, key: str) -> Catalog | None:
+        """The newest catalog of `key` to be had without listing: this replica's, or the store's if newer."""
+        local = self._catalogs.get(key)
+        if local is not None and local.expires_at is not None and self._clock() >= local.expires_at:
+            del self._catalogs[key]
+            local = None
+        try:
+            stored_at = await self._store.listed_at(key)
+            if stored_at is not None and (local is None or stored_at > local.listed_at):
+                record = await self._store.get(key)
+                if record is not None and not record.expired(self._clock()):
+                    return await self._materialize(key, record)
+            elif local is not None and (stored_at is None or stored_at < local.listed_at):
+                self._write_back(key, local)  # the store lost it (restart, eviction) or holds an older one
+        except StoreUnavailable:
+            pass
+        if local is not None:
+            self._catalogs.move_to_end(key)
+        return local
+
+    async def _stored_fresh(self, key: str) -> CatalogRecord | None:
+        """The store's record of `key` if it is fresh: another replica listed it a moment ago."""
+        try:
+            record = await self._store.get(key)
+        except StoreUnavailable:
+            return None
+        now = self._clock()
+        if record is None or record.expired(now) or now - record.listed_at >= self._ttl:
+            return None
+        return record
 
     # -- listing -----------------------------------------------------------------------------------
 
-    async def _list_once(self, key: str, caller: CallerHeaders) -> CatalogRecord:
+    async def _list_once(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord:
         """Single flight: concurrent requests of one caller share one upstream listing."""
+        key = identity.key
         task = self._listings.get(key)
         if task is None:
-            task = asyncio.create_task(self._list(key, caller))
+            task = asyncio.create_task(self._list_shared(identity, caller))
             self._listings[key] = task
             task.add_done_callback(lambda _: self._listings.pop(key, None))
         return await asyncio.shield(task)
 
-    async def _list(self, key: str, caller: CallerHeaders) -> CatalogRecord:
+    async def _list_shared(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord:
+        """A first listing: made here under the store's lease, or awaited from the replica that holds it."""
+        deadline = time.monotonic() + _MAX_WAIT_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                record = await self._list_leased(identity, caller)
+                if record is not None:
+                    return record
+                await asyncio.sleep(_POLL_SECONDS)
+                record = await self._stored_fresh(identity.key)
+                if record is not None:
+                    return record
+        except StoreUnavailable:
+            pass
+        return await self._list(identity, caller)
+
+    async def _list_leased(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord | None:
+        """List under the lease of `identity.key`, or None when another replica holds it."""
+        async with self._store.lease(identity.key) as held:
+            if not held:
+                return None
+            record = await self._stored_fresh(identity.key)
+            if record is None:
+                record = await self._list(identity, caller)
+                with suppress(StoreUnavailable):
+                    await self._store.put(identity.key, record)
+            return record
+
+    async def _list(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord:
         started = time.perf_counter()
-        listing = await self._upstream.list_tools(caller, key)
+        self.listings += 1
+        # Upstream sessions belong to the token, whatever catalog identity it maps to.
+        listing = await self._upstream.list_tools(caller, caller_key(caller.authorization))
         tools: list[Tool] = []
         seen: set[str] = set()
         for definition in listing.tools:
@@ -131,56 +244,82 @@ class CatalogService:
                 continue
             seen.add(tool.name)
             tools.append(tool)
-        record = CatalogRecord(tools=tuple(tools), instructions=listing.instructions, listed_at=self._clock())
-        await self._store.put(key, record)
+        shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         logger.info(
             "catalog listed",
             extra={"tools": len(tools), "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
         )
-        return record
+        return CatalogRecord(
+            shared.tools if shared else tuple(tools), listing.instructions, self._clock(), identity.expires_at
+        )
 
-    def _refresh_in_background(self, key: str, caller: CallerHeaders) -> None:
-        if key in self._listings:
+    def _refresh_in_background(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
+        key = identity.key
+        if key in self._listings or key in self._refreshing:
             return
-        task = asyncio.create_task(self._list_once(key, caller))
-        self._background.add(task)
-        task.add_done_callback(self._refresh_done)
+        self._refreshing.add(key)
+        self._spawn(self._refresh(identity, caller), done=lambda: self._refreshing.discard(key))
 
-    def _refresh_done(self, task: asyncio.Task[Any]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
+    async def _refresh(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
+        """A refresh of a stale catalog; when another replica holds the lease, it is refreshing it."""
+        try:
+            record = await self._list_leased(identity, caller)
+        except StoreUnavailable:
+            record = await self._list(identity, caller)
+        if record is not None:
+            await self._materialize(identity.key, record)
+
+    def _write_back(self, key: str, catalog: Catalog) -> None:
+        if key in self._writing_back:
+            return
+        self._writing_back.add(key)
+        self._spawn(self._store.put(key, catalog.record()), done=lambda: self._writing_back.discard(key))
+
+    def _spawn(self, work: Any, *, done: Callable[[], None]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+
+        def finished(task: asyncio.Task[Any]) -> None:
+            self._background.discard(task)
+            done()
+            if task.cancelled() or isinstance(task.exception(), StoreUnavailable | None):
+                return  # the store logs its own outages
             # The previous catalog keeps serving; the next request past the TTL tries again.
-            logger.warning("background catalog refresh failed: %s", type(task.exception()).__name__)
+            logger.warning("background catalog work failed: %s", type(task.exception()).__name__)
+
+        task.add_done_callback(finished)
 
     # -- materialising -----------------------------------------------------------------------------
 
     async def _materialize(self, key: str, record: CatalogRecord) -> Catalog:
         catalog = self._catalogs.get(key)
-        if (
-            catalog is not None
-            and catalog.listed_at == record.listed_at
-            and len(catalog) == len(record.tools)
-        ):
-            self._catalogs.move_to_end(key)
-            return catalog
-        digest = catalog_digest(record.tools)
-        catalog = Catalog(record, digest, await self._index(digest, record.tools))
-        self._catalogs[key] = catalog
+        if catalog is None or catalog.listed_at < record.listed_at:
+            toolset = await self._toolset(record.tools)
+            catalog = Catalog(toolset, record.instructions, record.listed_at, record.expires_at)
+            current = self._catalogs.get(key)  # another request may have put a newer one meanwhile
+            if current is not None and current.listed_at > catalog.listed_at:
+                catalog = current
+            self._catalogs[key] = catalog
         self._catalogs.move_to_end(key)
         while len(self._catalogs) > self._max_materialized:
             self._catalogs.popitem(last=False)
         return catalog
 
-    async def _index(self, digest: str, tools: Sequence[Tool]) -> SearchIndex:
-        """One index per distinct catalog, built off the event loop so other callers keep being served."""
-        index = self._indexes.get(digest)
-        if index is not None:
-            return index
-        task = self._index_builds.get(digest)
+    async def _toolset(self, tools: tuple[Tool, ...]) -> Toolset:
+        """One toolset (and index) per distinct catalog, built off the event loop so other callers keep
+        being served."""
+        digest = catalog_digest(tools)
+        toolset = self._toolsets.get(digest)
+        if toolset is not None:
+            return toolset
+        task = self._toolset_builds.get(digest)
         if task is None:
-            task = asyncio.create_task(asyncio.to_thread(self._build_index, tools))
-            self._index_builds[digest] = task
-            task.add_done_callback(lambda _: self._index_builds.pop(digest, None))
-        index = await asyncio.shield(task)
-        self._indexes[digest] = index
-        return index
+            task = asyncio.create_task(self._build_toolset(tools, digest))
+            self._toolset_builds[digest] = task
+            task.add_done_callback(lambda _: self._toolset_builds.pop(digest, None))
+        return await asyncio.shield(task)
+
+    async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
+        toolset = Toolset(tools, digest, await asyncio.to_thread(self._build_index, tools))
+        self._toolsets[digest] = toolset
+        return toolset

@@ -84,10 +84,54 @@ class Settings(BaseSettings):
         ge=1,
         description="Most pages of upstream tools/list followed for one catalog.",
     )
+    redis_url: str = Field(
+        "",
+        description="Redis shared by replicas for catalogs, tools and embeddings: redis://, rediss:// (TLS), "
+        "unix:// or redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]. Empty: "
+        "catalogs stay in this process.",
+    )
+    redis_prefix: str = Field("toolsearch:", description="Prefix of every Redis key toolsearch writes.")
+    redis_timeout: float = Field(
+        0.25,
+        gt=0,
+        description="Seconds a Redis operation may take; past it the replica serves from its own cache or "
+        "the upstream, and leaves Redis alone for a second before trying again.",
+    )
+    redis_ttl: float = Field(
+        86_400.0,
+        gt=0,
+        description="Seconds a catalog is kept in Redis after it was listed (a stale one serves while it is "
+        "listed again); tool definitions live as long as a catalog lists them.",
+    )
+    max_cached_catalogs: int = Field(
+        1024,
+        ge=1,
+        description="Most catalogs one process keeps ready to search (least recently used dropped; with "
+        "Redis they are read back from it).",
+    )
+    catalog_identity: Literal["token", "jwt"] = Field(
+        "token",
+        description="What a catalog is cached under: the token's SHA-256 (never kept past the token's exp), "
+        "or with jwt the verified JWT's issuer, subject and --jwt-identity-claims, so that a refreshed "
+        "token keeps its catalog (an unverifiable token falls back to its hash).",
+    )
+    jwt_jwks_url: str = Field("", description="JWKS URL of the token issuer (--catalog-identity jwt).")
+    jwt_issuer: str = Field("", description="Required `iss` of verified tokens (--catalog-identity jwt).")
+    jwt_audience: str = Field("", description="Required `aud` of verified tokens (--catalog-identity jwt).")
+    jwt_identity_claims: PatternList = Field(
+        default_factory=lambda: ["scope"],
+        description="Claims that decide which tools a caller sees; with issuer and subject they make the "
+        "catalog identity (--catalog-identity jwt).",
+    )
+    shutdown_grace: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds in-flight requests may take to finish after SIGTERM before the process exits.",
+    )
     log_format: Literal["text", "json"] = Field("text", description="Log line format.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
 
-    @field_validator("allowed_origins", "pin", "write_tools", mode="before")
+    @field_validator("allowed_origins", "pin", "write_tools", "jwt_identity_claims", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

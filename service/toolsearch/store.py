@@ -1,15 +1,24 @@
 """Where catalogs live between requests: an async interface, and the in-process default.
 
-A `CatalogRecord` is what a listing produced: plain tool definitions (by content digest), the
-upstream's instructions and when it was listed. It holds nothing process-bound, so a shared
-store (Redis) can serialise it and every replica can read it back.
+A `CatalogRecord` is what a listing produced: interned tools, the upstream's instructions, when it
+was listed and until when it may be served. It holds nothing process-bound, so a shared store
+(`redis_store`) can serialise it and every replica can read it back. `listed_at` is the record's
+version: a replica compares it with its own copy to notice a newer listing made elsewhere.
+
+A store also grants leases (the right to list one catalog, so that replicas do not all list it at
+once) and keeps tool embeddings once per (model, tool digest) for the semantic index.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+import numpy as np
 
 from toolsearch.tool import Tool
 
@@ -20,14 +29,54 @@ class CatalogRecord:
     instructions: str | None
     listed_at: float
     """Wall-clock seconds (time.time()) when the upstream listed it; replicas compare it."""
+    expires_at: float | None = None
+    """Wall-clock seconds after which it must not be served (its token's `exp`); None: no bound."""
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+
+def catalog_digest(tools: Sequence[Tool]) -> str:
+    """SHA-256 of a catalog's tool digests in order: callers who see the same tools share it."""
+    return hashlib.sha256("\n".join(tool.digest for tool in tools).encode()).hexdigest()
+
+
+class StoreUnavailable(Exception):
+    """The store did not answer (in time, or at all): serve without it."""
 
 
 class CatalogStore(Protocol):
     async def get(self, key: str) -> CatalogRecord | None:
-        """The record stored under `key` (a hash of the caller's identity), if any."""
+        """The record stored under `key` (a hash of the caller's identity), if any.
+
+        None also when it could not be read back (a corrupt entry is discarded); an expired record
+        may be returned (the caller checks `expired`). Raises `StoreUnavailable` when the store
+        cannot be asked.
+        """
         ...
 
-    async def put(self, key: str, record: CatalogRecord) -> None: ...
+    async def listed_at(self, key: str) -> float | None:
+        """When the record under `key` was listed: a cheap check of whether a copy is current."""
+        ...
+
+    async def put(self, key: str, record: CatalogRecord) -> None:
+        """Store `record`, unless the store already holds a newer listing of `key`."""
+        ...
+
+    def lease(self, key: str) -> AbstractAsyncContextManager[bool]:
+        """`async with store.lease(key) as held:` True while this process alone may list `key`,
+        False when another holder lists it now. An abandoned lease frees itself."""
+        ...
+
+    async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored embeddings of these tool digests under `model` (float32), missing ones left out."""
+        ...
+
+    async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
+
+    async def health(self) -> dict[str, Any]:
+        """What `/readyz` shows of the store: its kind, `status` ("up" or "down") and its counters."""
+        ...
 
     async def aclose(self) -> None: ...
 
@@ -35,9 +84,12 @@ class CatalogStore(Protocol):
 class MemoryCatalogStore:
     """This process's catalogs, least recently used dropped beyond `max_catalogs`."""
 
-    def __init__(self, max_catalogs: int = 10_000) -> None:
+    def __init__(self, max_catalogs: int = 10_000, max_vectors: int = 200_000) -> None:
         self._records: OrderedDict[str, CatalogRecord] = OrderedDict()
         self._max_catalogs = max_catalogs
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._max_vectors = max_vectors
+        self._leased: set[str] = set()
 
     async def get(self, key: str) -> CatalogRecord | None:
         record = self._records.get(key)
@@ -45,11 +97,52 @@ class MemoryCatalogStore:
             self._records.move_to_end(key)
         return record
 
+    async def listed_at(self, key: str) -> float | None:
+        record = self._records.get(key)
+        if record is None:
+            return None
+        self._records.move_to_end(key)
+        return record.listed_at
+
     async def put(self, key: str, record: CatalogRecord) -> None:
+        stored = self._records.get(key)
+        if stored is not None and stored.listed_at > record.listed_at:
+            return
         self._records[key] = record
         self._records.move_to_end(key)
         while len(self._records) > self._max_catalogs:
             self._records.popitem(last=False)
 
+    @asynccontextmanager
+    async def lease(self, key: str) -> AsyncIterator[bool]:
+        if key in self._leased:
+            yield False
+            return
+        self._leased.add(key)
+        try:
+            yield True
+        finally:
+            self._leased.discard(key)
+
+    async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        found = {}
+        for digest in digests:
+            vector = self._vectors.get((model, digest))
+            if vector is not None:
+                self._vectors.move_to_end((model, digest))
+                found[digest] = vector
+        return found
+
+    async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        for digest, vector in vectors.items():
+            self._vectors[(model, digest)] = np.asarray(vector, dtype=np.float32)
+            self._vectors.move_to_end((model, digest))
+        while len(self._vectors) > self._max_vectors:
+            self._vectors.popitem(last=False)
+
+    async def health(self) -> dict[str, Any]:
+        return {"store": "memory", "status": "up", "catalogs": len(self._records)}
+
     async def aclose(self) -> None:
         self._records.clear()
+        self._vectors.clear()
