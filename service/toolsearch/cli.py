@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolsearch import __version__
+from toolsearch.demo.run import add_demo_command
+from toolsearch.offline import add_search_command
 from toolsearch.settings import Settings
 
 
@@ -85,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_settings_flags(serve)
     serve.set_defaults(handler=_serve)
+    add_demo_command(commands)
+    add_search_command(commands)
     return parser
 
 

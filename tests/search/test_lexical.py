@@ -1,0 +1,146 @@
+"""BM25F ranking over slices of the recorded catalog: real tool texts, queries written for these tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.tool import Tool, ToolInterner
+
+
+@pytest.fixture(scope="module")
+def index(slice_tools: list[Tool]) -> LexicalIndex:
+    return LexicalIndex.build(slice_tools)
+
+
+def _top(index: LexicalIndex, tools: list[Tool], query: str, limit: int = 3) -> list[str]:
+    return [tools[hit.position].name for hit in index.search(query, limit)]
+
+
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        ("lock my password vault", "bitwarden_lock"),
+        ("convert a meeting time from one time zone to another", "time_convert_time"),
+        ("merge the pull request once checks pass", "github_merge_pull_request"),
+    ],
+)
+def test_an_english_request_finds_its_tool(
+    index: LexicalIndex, slice_tools: list[Tool], query: str, tool: str
+) -> None:
+    assert _top(index, slice_tools, query, 1) == [tool]
+
+
+@pytest.mark.parametrize(
+    ("query", "tool"),
+    [
+        # "Show the Kubernetes pod's logs": no sign of Lithuanian, found through Lithuanian stems.
+        ("Parodyk Kubernetes podo logus", "kubernetes-go_pods_log"),
+        # "Give the Stripe refund back to the client": `refundą` is a Lithuanian form of `refund`.
+        ("Stripe refundą grąžink klientui", "stripe025_create_refund"),
+    ],
+)
+def test_a_lithuanian_request_finds_its_tool(
+    index: LexicalIndex, slice_tools: list[Tool], query: str, tool: str
+) -> None:
+    assert _top(index, slice_tools, query, 1) == [tool]
+
+
+def test_a_japanese_request_finds_its_tool_by_the_latin_words_in_it(
+    index: LexicalIndex, slice_tools: list[Tool]
+) -> None:
+    assert _top(index, slice_tools, "Stripeでrefundを作成して", 1) == ["stripe025_create_refund"]
+
+
+def test_japanese_tool_texts_are_found_by_japanese_requests() -> None:
+    interner = ToolInterner()
+    tools = [
+        interner.intern({"name": "weather_forecast", "description": "指定した都市の天気予報を取得します。"}),
+        interner.intern({"name": "weather_alerts", "description": "地域の気象警報の一覧を返します。"}),
+        interner.intern({"name": "trains_timetable", "description": "駅の時刻表を調べます。"}),
+    ]
+    index = LexicalIndex.build(tools)
+    assert _top(index, tools, "東京の明日の天気予報を教えて", 1) == ["weather_forecast"]
+    assert _top(index, tools, "新宿駅の時刻表", 1) == ["trains_timetable"]
+
+
+def test_an_exact_tool_name_wins_over_any_description(slice_definitions: list[dict[str, Any]]) -> None:
+    decoy = {
+        "name": "decoy_tool",
+        "description": "github create issue: create a GitHub issue, create issues, GitHub issue creation.",
+    }
+    interner = ToolInterner()
+    tools = [interner.intern(tool) for tool in [decoy, *slice_definitions]]
+    index = LexicalIndex.build(tools)
+    assert _top(index, tools, "github_create_issue", 1) == ["github_create_issue"]
+
+
+def test_a_name_matches_whatever_its_case_and_separators(
+    index: LexicalIndex, slice_tools: list[Tool]
+) -> None:
+    assert _top(index, slice_tools, "GitHub Create-Issue", 1) == ["github_create_issue"]
+
+
+def test_a_tool_name_without_its_server_names_every_server_tool_of_that_name(
+    index: LexicalIndex, slice_tools: list[Tool]
+) -> None:
+    named = {slice_tools[position].name for position in index.name_matches("list_issues")}
+    assert named == {tool.name for tool in slice_tools if tool.name.endswith("_list_issues")}
+    assert named
+
+
+def test_a_tool_name_inside_a_sentence_is_recognised(index: LexicalIndex, slice_tools: list[Tool]) -> None:
+    assert _top(index, slice_tools, "please call github_search_code for me", 1) == ["github_search_code"]
+
+
+def test_scores_have_one_value_per_tool_and_zero_where_nothing_matches(
+    index: LexicalIndex, slice_tools: list[Tool]
+) -> None:
+    scores = index.scores("kubernetes pods")
+    assert scores.shape == (len(slice_tools),)
+    kubernetes = np.array([tool.name.startswith("kubernetes-go_") for tool in slice_tools])
+    assert (scores[kubernetes] > 0).all()
+    assert (scores == 0).any()
+
+
+def test_search_returns_only_matching_tools_best_first(index: LexicalIndex) -> None:
+    hits = index.search("refund", 50)
+    assert 0 < len(hits) < 50
+    assert all(hit.score > 0 for hit in hits)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_search_returns_at_most_the_limit(index: LexicalIndex) -> None:
+    assert len(index.search("list", 4)) == 4
+    assert index.search("list", 0) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "!!! ??? ...", "the of and", "\x00\ufffd\u200b", "a" * 100_000])
+def test_empty_and_junk_queries_find_nothing(index: LexicalIndex, query: str) -> None:
+    assert index.search(query, 10) == []
+    assert not index.scores(query).any()
+
+
+def test_an_empty_catalog_finds_nothing() -> None:
+    index = LexicalIndex.build([])
+    assert index.search("anything", 5) == []
+    assert index.scores("anything").shape == (0,)
+
+
+def test_tools_without_a_server_prefix_are_searched_too() -> None:
+    interner = ToolInterner()
+    tools = [
+        interner.intern({"name": "echo", "description": "Echo the message back."}),
+        interner.intern({"name": "add", "description": "Add two numbers."}),
+    ]
+    index = LexicalIndex.build(tools)
+    assert _top(index, tools, "sum of two numbers") == ["add"]
+
+
+def test_positions_refer_to_the_order_the_tools_were_given_in(slice_tools: list[Tool]) -> None:
+    reversed_tools = slice_tools[::-1]
+    index = LexicalIndex.build(reversed_tools)
+    assert _top(index, reversed_tools, "lock my password vault", 1) == ["bitwarden_lock"]

@@ -1,0 +1,82 @@
+"""`toolsearch search`: ranked tools of a catalog file, as a table or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from toolsearch.offline import add_search_command, search_catalog_file
+
+CATALOG = {
+    "servers": [
+        {
+            "server": "notes",
+            "tools": [
+                {"name": "create_note", "description": "Create a note in a notebook.\nMarkdown is accepted."},
+                {"name": "delete_note", "description": "Delete a note."},
+            ],
+        },
+        {"server": "weather", "tools": [{"name": "forecast", "description": "Weather forecast for a city."}]},
+    ]
+}
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Path:
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(CATALOG))
+    return path
+
+
+def _run(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="toolsearch")
+    add_search_command(parser.add_subparsers())
+    args = parser.parse_args(["search", *argv])
+    return args.handler(args)
+
+
+def test_search_ranks_the_catalog_file_tools(catalog: Path) -> None:
+    results = search_catalog_file(catalog, "weather forecast for Vilnius", limit=5)
+    assert [name for name, _ in results] == ["weather_forecast"]
+    assert results[0][1] > 0
+
+
+def test_the_command_prints_a_ranked_table(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--catalog", str(catalog), "create a note") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["#", "tool", "score", "description"]
+    assert lines[1].split()[:2] == ["1", "notes_create_note"]
+    assert lines[1].endswith("Create a note in a notebook.")
+
+
+def test_the_command_prints_json_on_request(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--catalog", str(catalog), "--json", "--limit", "1", "note") == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["name"] in {"notes_create_note", "notes_delete_note"}
+    assert set(row) == {"name", "score", "description"}
+
+
+def test_the_command_searches_the_recorded_catalog_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--json", "--limit", "3", "github_create_issue") == 0
+    assert json.loads(capsys.readouterr().out)[0]["name"] == "github_create_issue"
+
+
+def test_the_command_says_when_nothing_matches(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--catalog", str(catalog), "zzzz") == 0
+    assert capsys.readouterr().out.strip() == "no tool matches"
+
+
+def test_a_bad_catalog_file_is_an_error_message_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad.json").write_text("[]")
+    assert _run("--catalog", str(tmp_path / "bad.json"), "note") == 2
+    assert capsys.readouterr().err.startswith("toolsearch search: error: ")
+
+
+def test_a_limit_below_one_is_refused(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--catalog", str(catalog), "--limit", "0", "note") == 2
+    assert "--limit" in capsys.readouterr().err
