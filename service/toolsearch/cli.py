@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from toolsearch import __version__
 from toolsearch.demo.run import add_demo_command
+from toolsearch.embedding.commands import add_model_commands
 from toolsearch.offline import add_search_command
 from toolsearch.settings import Settings
 
@@ -89,12 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
     add_demo_command(commands)
     add_search_command(commands)
+    add_model_commands(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):  # a command group named without its subcommand
+        parser.parse_args([*(argv if argv is not None else sys.argv[1:]), "--help"])
     try:
         return int(args.handler(args) or 0)
     except ValidationError as exc:

