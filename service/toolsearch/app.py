@@ -98,7 +98,7 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
         try:
             message = parse_message(body)
         except JsonRpcError as error:
-            return _rpc_error(error)
+            return _rpc_error(error, error.request_id)
         if message.is_response or message.is_notification:
             return Response(status_code=202)
         started = time.perf_counter()

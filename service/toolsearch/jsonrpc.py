@@ -21,12 +21,22 @@ RequestId = str | int
 class JsonRpcError(Exception):
     """An error answered to the caller as a JSON-RPC error object (and an HTTP status on HTTP)."""
 
-    def __init__(self, code: int, message: str, data: Any = None, *, http_status: int = 200) -> None:
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int = 200,
+        request_id: RequestId | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
         self.http_status = http_status
+        self.request_id = request_id
+        """The id of an invalid request, when the id itself is valid: the answer echoes it."""
 
     def to_error(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -71,25 +81,38 @@ def check_message(value: Any) -> Message:
         raise JsonRpcError(
             INVALID_REQUEST, "Invalid Request: the body must be a JSON object", http_status=400
         )
-    if value.get("jsonrpc") != "2.0":
-        raise JsonRpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', http_status=400)
     request_id = value.get("id")
     if "id" in value and (isinstance(request_id, bool) or not isinstance(request_id, str | int)):
         raise JsonRpcError(
             INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer', http_status=400
+        )
+    if value.get("jsonrpc") != "2.0":
+        raise JsonRpcError(
+            INVALID_REQUEST,
+            'Invalid Request: "jsonrpc" must be "2.0"',
+            http_status=400,
+            request_id=request_id,
         )
     if "method" not in value and ("result" in value or "error" in value):
         return Message(method=None, params={}, id=request_id, is_response=True)
     method = value.get("method")
     if not isinstance(method, str) or not method:
         raise JsonRpcError(
-            INVALID_REQUEST, 'Invalid Request: "method" must be a non-empty string', http_status=400
+            INVALID_REQUEST,
+            'Invalid Request: "method" must be a non-empty string',
+            http_status=400,
+            request_id=request_id,
         )
     params = value.get("params", {})
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "params" must be an object', http_status=400)
+        raise JsonRpcError(
+            INVALID_PARAMS,
+            'Invalid params: "params" must be an object',
+            http_status=400,
+            request_id=request_id,
+        )
     return Message(method=method, params=params, id=request_id)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -21,6 +20,7 @@ from toolsearch.naming import intended_name, similar_names
 from toolsearch.policy import ToolPolicy
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool
+from toolsearch.untrusted import abridged, clean_text, excerpt
 from toolsearch.upstream import (
     CallerHeaders,
     UpstreamAuthError,
@@ -39,8 +39,13 @@ CALL_READ_BATCH: Final = "call_read_tools"
 CALL_WRITE: Final = "call_write_tool"
 
 MAX_QUERY_CHARS: Final = 1000
+_NO_GOOD_MATCH: Final = (
+    "No tool matches this request well; the closest are shown, marked weak. Use one only if its "
+    "description fits; otherwise tell the user that no available tool does this."
+)
 _DESCRIPTION_CHARS: Final = 240
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ERROR_CHARS: Final = 2000
+"""The most of an upstream's error message passed on to the model."""
 
 _NAME = {"type": "string", "description": "Exact tool name, as search_tools returns it."}
 _ARGUMENTS = {"type": "object", "description": "Arguments matching the tool's input schema."}
@@ -160,13 +165,8 @@ def _json_result(value: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}]}
 
 
-def clean_text(text: str) -> str:
-    """Upstream text without control characters (they come from servers the operator does not control)."""
-    return _CONTROL_CHARS.sub("", text)
-
-
 def _trimmed(text: str, limit: int = _DESCRIPTION_CHARS) -> str:
-    text = " ".join(clean_text(text).split())
+    text = " ".join(clean_text(text[: 4 * limit]).split())  # only the start shows: upstream texts can be huge
     if len(text) <= limit:
         return text
     cut = text[:limit]
@@ -255,7 +255,7 @@ class MetaTools:
             return error_result('search_tools needs "query" (a string) or "queries" (up to 5 strings).')
         if any(len(q) > MAX_QUERY_CHARS for q in queries):
             return error_result(f"Each query may have at most {MAX_QUERY_CHARS} characters; shorten it.")
-        limit = arguments.get("limit", 8)
+        limit = int(arguments.get("limit", 8))  # JSON Schema's integers include 8.0
         schemas = self._search_schemas if arguments.get("schemas", True) else 0
         catalog = await self._catalogs.get(caller)
         shown: set[str] = set()
@@ -264,15 +264,23 @@ class MetaTools:
             tools = []
             with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
                 started = time.perf_counter()
-                ranked = catalog.search(query, limit)
+                # A model may embed the query: off the event loop, so other callers are not held up.
+                hits = await asyncio.to_thread(catalog.index.search, query, limit)
                 self._telemetry.search_duration.record(elapsed(started))
-            for rank, (tool, _score) in enumerate(ranked):
+            for rank, hit in enumerate(hits):
+                tool = catalog.tools[hit.position]
                 entry = self._summary(tool)
+                if hit.weak:
+                    entry["weak"] = True
                 if rank < schemas and tool.name not in shown:
-                    entry["inputSchema"] = tool.input_schema
+                    _show(entry, "inputSchema", tool.input_schema)
                 shown.add(tool.name)
                 tools.append(entry)
-            results.append({"query": query, "tools": tools})
+            result: dict[str, Any] = {"query": query, "tools": tools}
+            if hits and hits[0].weak:
+                result["matched"] = False
+                result["note"] = _NO_GOOD_MATCH
+            results.append(result)
         return _json_result({"total": len(catalog), "results": results})
 
     async def _describe(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
@@ -283,8 +291,11 @@ class MetaTools:
             if tool is None:
                 unknown.append({"name": name, "similar": similar_names(name, catalog.names)})
                 continue
-            definition = {key: value for key, value in tool.definition.items() if key != "name"}
-            tools.append({"name": tool.name, "readOnly": self._policy.is_read_only(tool), **definition})
+            entry: dict[str, Any] = {"name": tool.name, "readOnly": self._policy.is_read_only(tool)}
+            for key, value in tool.definition.items():
+                if key != "name":
+                    _show(entry, key, value)
+            tools.append(entry)
         answer: dict[str, Any] = {"tools": tools}
         if unknown:
             answer["unknown"] = unknown
@@ -365,16 +376,17 @@ class MetaTools:
             )
         except UpstreamRpcError as exc:
             _log_call(name, "upstream_error", started)
+            message = excerpt(exc.message, _ERROR_CHARS)
             if exc.code == -32602:
-                return _schema_error(name, [clean_text(exc.message)], tool.input_schema, upstream=True)
-            return error_result(
-                f"The upstream answered {name} with error {exc.code}: {clean_text(exc.message)}"
-            )
+                return _schema_error(name, [message], tool.input_schema, upstream=True)
+            return error_result(f"The upstream answered {name} with error {exc.code}: {message}")
         except UpstreamAuthError:
             raise
         except UpstreamError as exc:
             _log_call(name, "upstream_unavailable", started)
-            return error_result(f"{name} could not be called: {exc}. Try again later.")
+            return error_result(
+                f"{name} could not be called: {excerpt(str(exc), _ERROR_CHARS)}. Try again later."
+            )
         _log_call(name, "error" if result.get("isError") else "ok", started)
         return _passed_through(result)
 
@@ -393,7 +405,7 @@ class MetaTools:
     def _summary(self, tool: Tool) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": tool.name}
         if tool.title:
-            entry["title"] = clean_text(tool.title)
+            entry["title"] = _trimmed(tool.title)
         entry["description"] = _trimmed(tool.description)
         entry["readOnly"] = self._policy.is_read_only(tool)
         return entry
@@ -425,7 +437,20 @@ def _with_parsed_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _catalog_unavailable(exc: UpstreamError) -> dict[str, Any]:
-    return error_result(f"The tool catalog could not be listed from the upstream ({exc}). Try again shortly.")
+    reason = excerpt(str(exc), _ERROR_CHARS)
+    return error_result(
+        f"The tool catalog could not be listed from the upstream ({reason}). Try again shortly."
+    )
+
+
+def _show(entry: dict[str, Any], key: str, value: Any) -> None:
+    """Put upstream `value` in `entry[key]` as a model may see it, noting in `entry["abridged"]` what
+    was cut or left out."""
+    shown, notes = abridged(value, f"/{key}")
+    if shown is not None:
+        entry[key] = shown
+    if notes:
+        entry.setdefault("abridged", []).extend(notes)
 
 
 def _schema_error(
@@ -435,9 +460,11 @@ def _schema_error(
         "The upstream rejected the arguments" if upstream else "The arguments do not match the input schema"
     )
     lines = "\n".join(f"- {problem}" for problem in problems)
-    schema_json = orjson.dumps(schema).decode()
+    shown, notes = abridged(schema, "/inputSchema")
+    schema_json = orjson.dumps(shown).decode() if shown is not None else "(too large to show)"
+    cuts = f"\nAbridged: {'; '.join(notes)}." if notes else ""
     return error_result(
-        f"{source} of {name}:\n{lines}\nInput schema: {schema_json}\nFix the arguments and call again."
+        f"{source} of {name}:\n{lines}\nInput schema: {schema_json}{cuts}\nFix the arguments and call again."
     )
 
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from rapidfuzz import fuzz, process
 
+from toolsearch.untrusted import MAX_NAME_CHARS
+
 _SIMILAR_CUTOFF = 60.0
 _TYPO_CUTOFF = 85.0
 _TYPO_MARGIN = 5.0
@@ -13,12 +15,16 @@ _TYPO_MARGIN = 5.0
 
 def similar_names(name: str, names: Sequence[str], limit: int = 3) -> list[str]:
     """The catalog names closest to `name`, best first (empty when nothing is close)."""
+    if len(name) > MAX_NAME_CHARS:  # no tool has such a name, and comparing it costs its length
+        return []
     matches = process.extract(name, names, scorer=fuzz.WRatio, limit=limit, score_cutoff=_SIMILAR_CUTOFF)
     return [match for match, _, _ in matches]
 
 
 def intended_name(name: str, names: Sequence[str]) -> str | None:
     """The one tool `name` clearly means: a typo of it, or its name without the server prefix."""
+    if len(name) > MAX_NAME_CHARS:
+        return None
     suffixed = [candidate for candidate in names if candidate.endswith("_" + name)]
     if len(suffixed) == 1:
         return suffixed[0]

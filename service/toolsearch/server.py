@@ -25,6 +25,7 @@ from toolsearch.protocol import (
     request_era,
 )
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
+from toolsearch.untrusted import clean_text
 from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
 
 logger = logging.getLogger(__name__)
@@ -163,6 +164,8 @@ class McpServer:
     async def _instructions(self, context: RequestContext) -> str:
         catalog = await self._catalog_or_none(context)
         upstream = catalog.instructions if catalog is not None else None
+        if upstream:
+            upstream = clean_text(upstream[: self._max_instructions])
         text = GUIDANCE + (f"\n\nInstructions of the upstream server:\n{upstream}" if upstream else "")
         if len(text) <= self._max_instructions:
             return text

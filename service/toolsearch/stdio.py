@@ -68,7 +68,7 @@ async def serve_stdio(proxy: Proxy, stdin: BinaryIO | None = None, stdout: Binar
             try:
                 message = parse_message(line)
             except JsonRpcError as error:
-                await write(error_response(None, error))
+                await write(error_response(error.request_id, error))
                 continue
             if message.is_notification or message.is_response:
                 continue

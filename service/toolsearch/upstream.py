@@ -14,7 +14,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,6 +38,7 @@ from toolsearch.protocol import (
     encode_header_value,
 )
 from toolsearch.telemetry import ERROR_TYPE, METHOD, TOOL, Telemetry, elapsed
+from toolsearch.untrusted import MAX_DEFINITION_DEPTH, MAX_NAME_CHARS, unservable
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ CLIENT_INFO: Final = {"name": "toolsearch", "version": __version__}
 _MAX_LEGACY_SESSIONS: Final = 4096
 _TOKEN_CHARS = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
+_SSE_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +148,16 @@ class UpstreamClient:
         connect_timeout: float = 5.0,
         max_pages: int = 100,
         max_response_bytes: int = 64 * 1024 * 1024,
+        max_tools: int = 10_000,
         transport: httpx.AsyncBaseTransport | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self._telemetry = telemetry or Telemetry(use_environment=False)
         self.url = url
+        self._timeout = timeout
         self._max_pages = max_pages
         self._max_response_bytes = max_response_bytes
+        self._max_tools = max_tools
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
@@ -174,6 +179,7 @@ class UpstreamClient:
         era = await self._ensure_era(caller)
         instructions = await self._instructions(era, caller, caller_key)
         tools: list[dict[str, Any]] = []
+        left_out = 0
         cursor: str | None = None
         seen_cursors: set[str] = set()
         for _ in range(self._max_pages):
@@ -182,7 +188,16 @@ class UpstreamClient:
             page = result.get("tools")
             if not isinstance(page, list):
                 raise UpstreamError("upstream tools/list result has no 'tools' list")
-            tools.extend(tool for tool in page if isinstance(tool, dict))
+            servable = [tool for tool in page if isinstance(tool, dict) and unservable(tool) is None]
+            left_out += len(page) - len(servable)
+            tools.extend(servable)
+            if len(tools) > self._max_tools:
+                logger.warning(
+                    "upstream listed more than %d tools; using the first ones (--max-catalog-tools)",
+                    self._max_tools,
+                )
+                del tools[self._max_tools :]
+                break
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor or cursor in seen_cursors:
                 break
@@ -190,6 +205,14 @@ class UpstreamClient:
         else:
             logger.warning(
                 "upstream tools/list had more than %d pages; using the first ones", self._max_pages
+            )
+        if left_out:
+            logger.warning(
+                "left out %d upstream tools: a name that is not 1 to %d characters without control "
+                "characters, or a definition nested more than %d levels deep",
+                left_out,
+                MAX_NAME_CHARS,
+                MAX_DEFINITION_DEPTH,
             )
         if era == "modern":
             tools = [tool for tool in tools if _has_valid_param_headers(tool)]
@@ -370,13 +393,17 @@ class UpstreamClient:
         request_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
-            async with self._http.stream(
-                "POST", self.url, content=body, headers=self._headers(caller, headers)
-            ) as response:
+            # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
+            async with (
+                asyncio.timeout(self._timeout),
+                self._http.stream(
+                    "POST", self.url, content=body, headers=self._headers(caller, headers)
+                ) as response,
+            ):
                 if capture is not None and SESSION_HEADER in response.headers:
                     capture[SESSION_HEADER] = response.headers[SESSION_HEADER]
                 message = await self._read_response(response, request_id, session=SESSION_HEADER in headers)
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, TimeoutError):
             raise UpstreamError(f"upstream did not answer {method} in time") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream unreachable: {_describe(exc)}") from None
@@ -420,7 +447,7 @@ class UpstreamClient:
         except orjson.JSONDecodeError:
             message = None
         if not isinstance(message, dict) or ("result" not in message and "error" not in message):
-            if response.status_code >= 400:
+            if 400 <= response.status_code < 500:  # a 5xx says the server is down, not which era it speaks
                 raise _NotJsonRpc(f"upstream answered HTTP {response.status_code}")
             raise UpstreamError(f"upstream answered HTTP {response.status_code} with no JSON-RPC response")
         return message
@@ -438,11 +465,7 @@ class UpstreamClient:
     async def _read_sse(self, response: httpx.Response, request_id: int) -> dict[str, Any]:
         """Read SSE events until the response to our request; notifications before it are skipped."""
         data: list[str] = []
-        size = 0
-        async for line in response.aiter_lines():
-            size += len(line)
-            if size > self._max_response_bytes:
-                raise UpstreamError(f"upstream response is larger than {self._max_response_bytes} bytes")
+        async for line in _sse_lines(response, self._max_response_bytes):
             if line.startswith("data:"):
                 data.append(line[5:].removeprefix(" "))
             elif line == "" and data:
@@ -466,6 +489,28 @@ class _NotJsonRpc(UpstreamError):
 
 class _SessionExpired(UpstreamError):
     """HTTP 404 on a request that carried a session id."""
+
+
+async def _sse_lines(response: httpx.Response, limit: int) -> AsyncIterator[str]:
+    """The lines of an SSE body, split only at CR, LF and CRLF (`aiter_lines` also splits at U+2028,
+    U+0085 and more, which JSON text holds unescaped), after at most `limit` bytes in all."""
+    partial: list[str] = []
+    held_cr = False
+    async for text in response.aiter_text():
+        if response.num_bytes_downloaded > limit:
+            raise UpstreamError(f"upstream response is larger than {limit} bytes")
+        if held_cr:
+            text = "\r" + text
+        held_cr = text.endswith("\r")  # perhaps the first half of a CRLF: decide with the next chunk
+        pieces = _SSE_LINE_END.split(text[:-1] if held_cr else text)
+        if len(pieces) > 1:
+            yield "".join(partial) + pieces[0]
+            for line in pieces[1:-1]:
+                yield line
+            partial.clear()
+        partial.append(pieces[-1])
+    if held_cr:
+        yield "".join(partial)
 
 
 def _describe(exc: httpx.HTTPError) -> str:
