@@ -23,7 +23,9 @@ def settings_table() -> str:
 def main() -> None:
     text = README.read_text()
     block = f"{START}\n{settings_table()}\n{END}"
-    README.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.DOTALL))
+    README.write_text(
+        re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.DOTALL)
+    )
 
 
 if __name__ == "__main__":

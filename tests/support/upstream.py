@@ -33,6 +33,7 @@ import orjson
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
+
 from toolsearch.demo.serving import serve_app
 from toolsearch.demo.upstream import (
     DEMO_SERVERS,
