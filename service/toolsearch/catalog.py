@@ -240,10 +240,13 @@ class CatalogService:
         for definition in listing.tools:
             tool = self._interner.intern(definition)
             if not tool.name or tool.name in seen:
-                logger.warning("left out upstream tool with an empty or duplicate name")
                 continue
             seen.add(tool.name)
             tools.append(tool)
+        if len(tools) < len(listing.tools):  # one line per listing, however many a hostile upstream repeats
+            logger.warning(
+                "left out %d upstream tools with an empty or duplicate name", len(listing.tools) - len(tools)
+            )
         shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         logger.info(
             "catalog listed",

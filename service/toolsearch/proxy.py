@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from toolsearch.catalog import CatalogService
+from toolsearch.catalog import CatalogService, IndexBuilder
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
 from toolsearch.metatools import MetaTools
 from toolsearch.policy import ToolPolicy
@@ -15,6 +16,8 @@ from toolsearch.store import CatalogStore, MemoryCatalogStore
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
 from toolsearch.upstream import UpstreamClient
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +38,16 @@ class Proxy:
             timeout=settings.upstream_timeout,
             connect_timeout=settings.upstream_connect_timeout,
             max_pages=settings.max_list_pages,
+            max_response_bytes=settings.max_upstream_response_bytes,
+            max_tools=settings.max_catalog_tools,
             telemetry=telemetry,
         )
         interner = ToolInterner()
+        store = _catalog_store(settings, interner)
         catalogs = CatalogService(
             upstream,
-            _catalog_store(settings, interner),
-            LexicalIndex.build,
+            store,
+            _index_builder(settings, store),
             ttl=settings.catalog_ttl,
             max_materialized=settings.max_cached_catalogs,
             identifier=_identifier(settings),
@@ -86,6 +92,27 @@ def _catalog_store(settings: Settings, interner: ToolInterner) -> CatalogStore:
         ttl=settings.redis_ttl,
         timeout=settings.redis_timeout,
     )
+
+
+def _index_builder(settings: Settings, store: CatalogStore) -> IndexBuilder:
+    """Hybrid search with the model of --model-dir; without one, lexical search (said once)."""
+    if not settings.model_dir:
+        logger.info("no --model-dir: search is lexical (BM25) only")
+        return LexicalIndex.build
+    from toolsearch.embedding import ModelError, load_model
+    from toolsearch.search.hybrid import index_builder
+
+    try:
+        embedder = load_model(settings.model_dir, threads=settings.search_threads)
+    except ModelError as error:
+        raise ValueError(f"--model-dir: {error}") from None
+    logger.info(
+        "hybrid search with the embedding model %s (%d dimensions)", embedder.name, embedder.dimensions
+    )
+    from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
+
+    # With Redis, tool vectors are shared by the replicas; in process, the index keeps its own cache.
+    return index_builder(embedder, RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None)
 
 
 def _identifier(settings: Settings) -> Identifier:

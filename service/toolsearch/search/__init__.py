@@ -15,6 +15,8 @@ class SearchHit(NamedTuple):
     """Index of the tool in the sequence the index was built from."""
     score: float
     """Higher is better; comparable only within one query's answer."""
+    weak: bool = False
+    """The index doubts that this tool serves the query: shown as the closest, not as a match."""
 
 
 class SearchIndex(Protocol):

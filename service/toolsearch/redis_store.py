@@ -1,0 +1,462 @@
+"""Catalogs shared by replicas through Redis, stored so that equal tools cost one copy.
+
+Layout under a prefix (default `toolsearch:`), every key with a TTL:
+
+- `catalog:<key>`: a hash, `listed_at` (the version replicas compare, read alone on every request)
+  and `body` (JSON: format, toolset digest, upstream instructions, expiry). `<key>` is the SHA-256
+  of the caller's token or verified identity.
+- `toolset:<digest>`: the catalog's tool digests, 32 raw bytes each, in upstream order. Callers who
+  see the same tools point to the same toolset, so 1,000 of them cost one list, not 1,000.
+- `tool:<digest>`: one tool definition (JSON), stored once whoever lists it.
+- `vectors:<model>:<digest>`: one tool's embedding under one model, float32 little-endian.
+- `lock:<key>`: the lease of the replica listing `<key>` now (SET NX PX, renewed while it lists,
+  deleted only by its owner).
+
+What is read back is checked (shapes, digests); a corrupt entry is deleted and reported as absent,
+so the caller lists again and rewrites it. Every Redis round trip has a short timeout; a failure
+marks Redis down (logged once), and for a second after it the store answers `StoreUnavailable`
+at once instead of waiting on a dead server. The next call after that tries Redis again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import secrets
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final, TypeVar
+from urllib.parse import unquote, urlsplit
+
+import numpy as np
+import orjson
+import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError, ResponseError
+
+from toolsearch.store import CatalogRecord, StoreUnavailable, catalog_digest
+from toolsearch.tool import Tool, ToolInterner
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FORMAT: Final = 1
+"""Version of the stored layout; a record of another format is ignored (and relisted)."""
+_DIGEST_BYTES: Final = 32
+_FETCH_CHUNK: Final = 500
+_RETRY_SECONDS: Final = 1.0
+"""After a failure, how long Redis is left alone before the next call tries it again."""
+
+# KEYS[1] catalog; ARGV listed_at, body, ttl ms. Keeps the newer listing when replicas race.
+_PUT_CATALOG = """
+local stored = tonumber(redis.call('HGET', KEYS[1], 'listed_at'))
+if stored and stored >= tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'listed_at', ARGV[1], 'body', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+# KEYS[1] lock; ARGV owner. Only the owner deletes its lock (it may have expired and been retaken).
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+# KEYS[1] lock; ARGV owner, ttl ms.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+
+class _Corrupt(Exception):
+    """An entry that cannot be read back as what it should hold."""
+
+
+def connect(url: str, *, timeout: float) -> redis.Redis:
+    """A client for `redis://`, `rediss://`, `unix://` or `redis+sentinel://` (`rediss+sentinel://`) URLs.
+
+    Sentinel URLs: `redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]`; the
+    credentials are the Redis servers' (sentinels are asked without). One immediate retry at most
+    (a pooled connection may predate a Redis restart), within the caller's timeout: a failure
+    means "serve without Redis for now", not "wait for it".
+    """
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "retry": Retry(NoBackoff(), 1),  # one reconnection: a pooled connection may predate a restart
+    }
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis+sentinel", "rediss+sentinel"):
+        return redis.Redis.from_url(url, **options)
+    hosts = parts.netloc.rpartition("@")[2]
+    service, _, db = parts.path.strip("/").partition("/")
+    if not hosts or not service:
+        raise ValueError(f"a Sentinel URL names its sentinels and service: {_redact(url)}")
+    sentinels = [_host_port(host) for host in hosts.split(",")]
+    credentials = {
+        "username": unquote(parts.username) if parts.username else None,
+        "password": unquote(parts.password) if parts.password else None,
+        "db": int(db or 0),
+        "ssl": parts.scheme.startswith("rediss"),
+    }
+    sentinel = Sentinel(sentinels, sentinel_kwargs=dict(options), **options)
+    return sentinel.master_for(service, **options, **credentials)
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    parts = urlsplit(f"//{address}")
+    if not parts.hostname:
+        raise ValueError(f"not a host[:port] in a Sentinel URL: {address!r}")
+    return parts.hostname, parts.port or 26379
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    return url.replace(parts.password, "***") if parts.password else url
+
+
+class RedisCatalogStore:
+    """`CatalogStore` on Redis: catalogs, tools and embeddings shared by every replica."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        interner: ToolInterner,
+        *,
+        prefix: str = "toolsearch:",
+        ttl: float = 86_400.0,
+        timeout: float = 1.0,
+        lease_ttl: float = 10.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._redis = client
+        self._interner = interner
+        self._prefix = prefix
+        self._ttl_ms = max(1, int(ttl * 1000))
+        self._timeout = timeout
+        self._lease_ms = max(1, int(lease_ttl * 1000))
+        self._clock = clock
+        self._known: weakref.WeakValueDictionary[str, Tool] = weakref.WeakValueDictionary()
+        """Tools this store has written or read, by digest, so reads fetch only the ones it lacks."""
+        self._put_catalog = client.register_script(_PUT_CATALOG)
+        self._release = client.register_script(_RELEASE)
+        self._renew = client.register_script(_RENEW)
+        self._down_since: float | None = None
+        self._retry_at = 0.0
+        self.outages = 0
+        """Times Redis went from answering to not answering (a counter for metrics)."""
+        self.failures = 0
+        """Redis operations that failed or timed out."""
+        self.corrupt_entries = 0
+        """Entries read back that were unusable, deleted to be rebuilt."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop this store serves on (known from its first call); `RedisVectorCache` uses it."""
+
+    @classmethod
+    def from_url(
+        cls, url: str, interner: ToolInterner, *, timeout: float = 1.0, **options: Any
+    ) -> RedisCatalogStore:
+        return cls(connect(url, timeout=timeout), interner, timeout=timeout, **options)
+
+    # -- catalogs ----------------------------------------------------------------------------------
+
+    async def listed_at(self, key: str) -> float | None:
+        catalog_key = self._key("catalog", key)
+        try:
+            raw = await self._ask(lambda: self._redis.hget(catalog_key, "listed_at"))
+            return None if raw is None else float(raw)
+        except (_Corrupt, ValueError):
+            await self._discard(catalog_key)
+            return None
+
+    async def get(self, key: str) -> CatalogRecord | None:
+        catalog_key = self._key("catalog", key)
+        discarded = [catalog_key]
+        try:
+            raw_listed_at, raw_body = await self._ask(
+                lambda: self._redis.hmget(catalog_key, ["listed_at", "body"])
+            )
+            if raw_listed_at is None and raw_body is None:
+                return None
+            listed_at, body = _catalog_fields(raw_listed_at, raw_body)
+            if body["format"] != FORMAT:
+                return None
+            toolset_key = self._key("toolset", body["toolset"])
+            discarded.append(toolset_key)
+            raw_toolset = await self._ask(lambda: self._redis.get(toolset_key))
+            tools = await self._tools(_toolset_digests(raw_toolset, body["toolset"]))
+        except _Corrupt:
+            await self._discard(*discarded)
+            return None
+        return CatalogRecord(tools, body["instructions"], listed_at, body["expires_at"])
+
+    async def put(self, key: str, record: CatalogRecord) -> None:
+        ttl_ms = self._ttl_ms
+        if record.expires_at is not None:
+            ttl_ms = min(ttl_ms, int((record.expires_at - self._clock()) * 1000))
+        if ttl_ms <= 0:
+            return
+        toolset = catalog_digest(record.tools)
+        toolset_key = self._key("toolset", toolset)
+        remaining_ms = await self._ask(lambda: self._redis.pttl(toolset_key))
+        if remaining_ms < self._ttl_ms // 2:
+            # Written now, or renewed when half its life is gone: tools first, so that they outlive it.
+            await self._put_tools(record.tools)
+            packed = b"".join(bytes.fromhex(tool.digest) for tool in record.tools)
+            await self._ask(lambda: self._redis.set(toolset_key, packed, px=self._ttl_ms))
+            remaining_ms = self._ttl_ms
+        body = orjson.dumps(
+            {
+                "format": FORMAT,
+                "toolset": toolset,
+                "instructions": record.instructions,
+                "expires_at": record.expires_at,
+            }
+        )
+        catalog_key = self._key("catalog", key)
+        try:
+            await self._ask(
+                lambda: self._put_catalog(
+                    keys=[catalog_key], args=[repr(record.listed_at), body, min(ttl_ms, remaining_ms)]
+                )
+            )
+        except _Corrupt:
+            await self._discard(catalog_key)
+
+    @asynccontextmanager
+    async def lease(self, key: str) -> AsyncIterator[bool]:
+        lock_key = self._key("lock", key)
+        owner = secrets.token_hex(16)
+        held = await self._ask(lambda: self._redis.set(lock_key, owner, nx=True, px=self._lease_ms))
+        if not held:
+            if await self._ask(lambda: self._redis.pttl(lock_key)) == -1:
+                await self._discard(lock_key)  # not a lease of ours: it would never expire
+            yield False
+            return
+        renewal = asyncio.create_task(self._keep_lease(lock_key, owner))
+        try:
+            yield True
+        finally:
+            renewal.cancel()
+            with suppress(StoreUnavailable, _Corrupt, asyncio.CancelledError):
+                await renewal
+            with suppress(StoreUnavailable, _Corrupt):
+                await self._ask(lambda: self._release(keys=[lock_key], args=[owner]))
+
+    # -- embeddings --------------------------------------------------------------------------------
+
+    async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        keys = [self._key("vectors", f"{model}:{digest}") for digest in digests]
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), _FETCH_CHUNK):
+            chunk = keys[start : start + _FETCH_CHUNK]
+            values = await self._ask(lambda chunk=chunk: self._redis.mget(chunk))
+            for digest, key, raw in zip(digests[start:], chunk, values, strict=False):
+                if raw is None:
+                    continue
+                if not raw or len(raw) % 4:
+                    await self._discard(key)
+                    continue
+                found[digest] = np.frombuffer(raw, dtype="<f4")
+        return found
+
+    async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        async def write() -> None:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for digest, vector in vectors.items():
+                    raw = np.ascontiguousarray(vector, dtype="<f4").tobytes()
+                    pipe.set(self._key("vectors", f"{model}:{digest}"), raw, px=self._ttl_ms)
+                await pipe.execute()
+
+        await self._ask(write)
+
+    # -- health ------------------------------------------------------------------------------------
+
+    async def health(self) -> dict[str, Any]:
+        """Tries Redis when it is down and due for a retry, so that `/readyz` notices its return."""
+        if self._down_since is not None:
+            with suppress(StoreUnavailable):
+                await self._ask(self._redis.ping)
+        return {
+            "store": "redis",
+            "status": "down" if self._down_since is not None else "up",
+            "outages": self.outages,
+            "failures": self.failures,
+            "corrupt_entries": self.corrupt_entries,
+        }
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _key(self, kind: str, name: str) -> str:
+        return f"{self._prefix}{kind}:{name}"
+
+    async def _ask(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """One Redis round trip within the timeout; a key of the wrong type raises `_Corrupt`."""
+        self.loop = asyncio.get_running_loop()
+        if self._down_since is not None and time.monotonic() < self._retry_at:
+            raise StoreUnavailable("Redis is down")
+        try:
+            async with asyncio.timeout(self._timeout):
+                result = await operation()
+        except ResponseError as exc:
+            if str(exc).startswith("WRONGTYPE"):
+                self._up()
+                raise _Corrupt from exc
+            self._down(exc)
+            raise StoreUnavailable(type(exc).__name__) from exc
+        except (RedisError, OSError, TimeoutError) as exc:
+            self._down(exc)
+            raise StoreUnavailable(type(exc).__name__) from exc
+        self._up()
+        return result
+
+    def _down(self, exc: BaseException) -> None:
+        self.failures += 1
+        self._retry_at = time.monotonic() + _RETRY_SECONDS
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            self.outages += 1
+            logger.warning(
+                "Redis unavailable (%s): catalogs come from this replica and the upstream until it returns",
+                type(exc).__name__,
+            )
+
+    def _up(self) -> None:
+        if self._down_since is not None:
+            logger.info("Redis available again after %.1f s", time.monotonic() - self._down_since)
+            self._down_since = None
+
+    async def _discard(self, *keys: str) -> None:
+        self.corrupt_entries += 1
+        logger.warning("discarded a corrupt catalog store entry; it is rebuilt from the upstream")
+        with suppress(StoreUnavailable):
+            await self._ask(lambda: self._redis.delete(*keys))
+
+    async def _tools(self, digests: Sequence[str]) -> tuple[Tool, ...]:
+        tools = {digest: self._known.get(digest) for digest in digests}
+        missing = [digest for digest, tool in tools.items() if tool is None]
+        for start in range(0, len(missing), _FETCH_CHUNK):
+            chunk = missing[start : start + _FETCH_CHUNK]
+            keys = [self._key("tool", digest) for digest in chunk]
+            values = await self._ask(lambda keys=keys: self._redis.mget(keys))
+            unusable = []
+            for digest, key, raw in zip(chunk, keys, values, strict=True):
+                tool = _decode_tool(raw, self._interner)
+                if tool is None or tool.digest != digest:
+                    unusable.append(key)
+                else:
+                    tools[digest] = self._known[digest] = tool
+            if unusable:  # the relisting that follows writes them again
+                await self._discard(*unusable)
+                raise _Corrupt
+        return tuple(tools[digest] for digest in digests)  # type: ignore[misc]
+
+    async def _put_tools(self, tools: Sequence[Tool]) -> None:
+        async def renew() -> list[Any]:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for tool in tools:
+                    pipe.pexpire(self._key("tool", tool.digest), self._ttl_ms)
+                return await pipe.execute()
+
+        async def write(missing: list[Tool]) -> None:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for tool in missing:
+                    pipe.set(self._key("tool", tool.digest), orjson.dumps(tool.definition), px=self._ttl_ms)
+                await pipe.execute()
+
+        renewed = await self._ask(renew)
+        missing = [tool for tool, exists in zip(tools, renewed, strict=True) if not exists]
+        for start in range(0, len(missing), _FETCH_CHUNK):
+            await self._ask(lambda chunk=missing[start : start + _FETCH_CHUNK]: write(chunk))
+        for tool in tools:
+            self._known[tool.digest] = tool
+
+    async def _keep_lease(self, lock_key: str, owner: str) -> None:
+        """Renew the lease while the listing runs; a crashed holder stops renewing and its lease expires."""
+        while True:
+            await asyncio.sleep(self._lease_ms / 3000)
+            with suppress(StoreUnavailable, _Corrupt):
+                if not await self._ask(lambda: self._renew(keys=[lock_key], args=[owner, self._lease_ms])):
+                    return
+
+
+class RedisVectorCache:
+    """The semantic index's `VectorCache` on Redis, so that replicas embed each tool once per model.
+
+    Indexes are built in worker threads, and these methods are synchronous: they run the store's
+    calls on the event loop the store serves on and wait for them. Redis unavailable, slow, or no
+    loop yet all read as "not cached" (the vectors are then computed, as without Redis).
+    """
+
+    def __init__(self, store: RedisCatalogStore, timeout: float = 2.0) -> None:
+        self._store = store
+        self._timeout = timeout
+
+    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._wait(self._store.get_vectors(model, digests), {})
+
+    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        self._wait(self._store.put_vectors(model, vectors), None)
+
+    def _wait(self, operation: Coroutine[Any, Any, T], fallback: T) -> T:
+        loop = self._store.loop
+        if loop is None or loop.is_closed() or _on_a_running_loop():
+            operation.close()  # waiting here would block the loop it needs
+            return fallback
+        try:
+            return asyncio.run_coroutine_threadsafe(operation, loop).result(self._timeout)
+        except (StoreUnavailable, _Corrupt, TimeoutError):
+            return fallback
+
+
+def _on_a_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _catalog_fields(raw_listed_at: Any, raw_body: Any) -> tuple[float, dict[str, Any]]:
+    try:
+        listed_at = float(raw_listed_at)
+        body = orjson.loads(raw_body)
+    except (TypeError, ValueError) as exc:
+        raise _Corrupt from exc
+    if not (
+        isinstance(body, dict)
+        and isinstance(body.get("format"), int)
+        and isinstance(body.get("toolset"), str)
+        and isinstance(body.get("instructions"), str | None)
+        and isinstance(body.get("expires_at"), int | float | None)
+    ):
+        raise _Corrupt
+    return listed_at, body
+
+
+def _toolset_digests(raw: bytes | None, toolset: str) -> list[str]:
+    if raw is None or len(raw) % _DIGEST_BYTES:
+        raise _Corrupt
+    digests = [raw[start : start + _DIGEST_BYTES].hex() for start in range(0, len(raw), _DIGEST_BYTES)]
+    if hashlib.sha256("\n".join(digests).encode()).hexdigest() != toolset:
+        raise _Corrupt
+    return digests
+
+
+def _decode_tool(raw: bytes | None, interner: ToolInterner) -> Tool | None:
+    if raw is None:
+        return None
+    try:
+        definition = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return interner.intern(definition) if isinstance(definition, dict) else None

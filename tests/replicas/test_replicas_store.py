@@ -1,0 +1,257 @@
+"""The Redis catalog store on a real redis-server: layout, versions, leases, corruption and outages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import numpy as np
+import pytest
+
+from tests.replicas.conftest import requires_redis
+from toolsearch.demo.redis_server import RedisServer
+from toolsearch.demo.serving import free_port
+from toolsearch.demo.upstream import recorded_tools
+from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
+from toolsearch.store import CatalogRecord, MemoryCatalogStore, StoreUnavailable
+from toolsearch.tool import ToolInterner
+
+INTERNER = ToolInterner()
+TOOLS = tuple(INTERNER.intern(definition) for definition in recorded_tools(servers=["time", "github"]))
+
+
+def record(listed_at: float | None = None, **changes) -> CatalogRecord:
+    fields = {"tools": TOOLS, "instructions": "Upstream instructions.", "listed_at": listed_at or time.time()}
+    return CatalogRecord(**{**fields, **changes})
+
+
+@contextlib.asynccontextmanager
+async def opened(url: str, **options) -> AsyncIterator[RedisCatalogStore]:
+    """A store with an interner of its own, as another replica would have."""
+    store = RedisCatalogStore.from_url(url, ToolInterner(), timeout=1.0, **options)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+async def test_a_record_written_by_one_replica_reads_back_on_another(redis_server) -> None:
+    written = record()
+    async with opened(redis_server.url) as writer, opened(redis_server.url) as reader:
+        await writer.put("caller", written)
+        read = await reader.get("caller")
+        assert await reader.listed_at("caller") == written.listed_at
+    assert read is not None
+    assert [tool.definition for tool in read.tools] == [tool.definition for tool in written.tools]
+    assert (read.instructions, read.listed_at, read.expires_at) == (
+        "Upstream instructions.",
+        written.listed_at,
+        None,
+    )
+
+
+async def test_callers_with_the_same_tools_share_one_stored_copy_of_them(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        for caller in range(50):
+            await store.put(f"caller-{caller}", record())
+    with redis_server.client() as client:
+        assert len(client.keys("toolsearch:catalog:*")) == 50
+        assert len(client.keys("toolsearch:toolset:*")) == 1
+        assert len(client.keys("toolsearch:tool:*")) == len(TOOLS)
+        assert all(client.pttl(key) > 0 for key in client.keys("toolsearch:*"))
+
+
+async def test_an_older_listing_never_replaces_a_newer_one(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        await store.put("caller", record(listed_at=2000.0, instructions="newer"))
+        await store.put("caller", record(listed_at=1000.0, instructions="older"))
+        kept = await store.get("caller")
+    assert kept is not None
+    assert kept.instructions == "newer"
+
+
+async def test_a_catalog_is_not_kept_past_its_tokens_expiry(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        await store.put("expiring", record(expires_at=time.time() + 30))
+        await store.put("expired", record(expires_at=time.time() - 1))
+        assert await store.get("expired") is None
+    with redis_server.client() as client:
+        (key,) = client.keys("toolsearch:catalog:*")
+        assert 0 < client.pttl(key) <= 30_000
+
+
+CORRUPTIONS = {
+    "catalog body is not JSON": lambda client, keys: client.hset(keys["catalog"], "body", b"\xff{"),
+    "catalog key of another type": lambda client, keys: client.set(keys["catalog"], b"garbage"),
+    "toolset cut short": lambda client, keys: client.set(keys["toolset"], b"\x01" * 40),
+    "toolset of other tools": lambda client, keys: client.set(keys["toolset"], b"\x01" * 64),
+    "tool definition not JSON": lambda client, keys: client.set(keys["tool"], b"{nope"),
+    "tool definition of another tool": lambda client, keys: client.set(keys["tool"], b'{"name": "x"}'),
+    "tool definition missing": lambda client, keys: client.delete(keys["tool"]),
+}
+
+
+@pytest.mark.parametrize("corruption", CORRUPTIONS)
+async def test_a_corrupt_entry_reads_as_absent_and_is_deleted(redis_server, corruption) -> None:
+    async with opened(redis_server.url) as writer:
+        await writer.put("caller", record())
+    with redis_server.client() as client:
+        keys = {
+            "catalog": client.keys("toolsearch:catalog:*")[0],
+            "toolset": client.keys("toolsearch:toolset:*")[0],
+            "tool": sorted(client.keys("toolsearch:tool:*"))[0],
+        }
+        CORRUPTIONS[corruption](client, keys)
+    async with opened(redis_server.url) as reader:
+        assert await reader.get("caller") is None
+        assert reader.corrupt_entries >= 1
+    with redis_server.client() as client:
+        assert not client.exists(keys["catalog"])
+
+
+async def test_a_rewrite_after_corruption_restores_every_entry(redis_server) -> None:
+    async with opened(redis_server.url) as writer:
+        await writer.put("caller", record())
+    with redis_server.client() as client:
+        broken = sorted(client.keys("toolsearch:tool:*"))[0]
+        client.set(broken, b'{"name": "x"}')
+    async with opened(redis_server.url) as replica:
+        assert await replica.get("caller") is None
+        await replica.put("caller", record())
+        assert await replica.get("caller") is not None
+
+
+async def test_a_lease_is_held_by_one_holder_at_a_time(redis_server) -> None:
+    async with opened(redis_server.url) as first, opened(redis_server.url) as second:
+        async with first.lease("caller") as held, second.lease("caller") as also_held:
+            assert (held, also_held) == (True, False)
+        async with second.lease("caller") as held_after_release:
+            assert held_after_release
+
+
+async def test_a_lease_is_renewed_while_its_holder_lists(redis_server) -> None:
+    async with (
+        opened(redis_server.url, lease_ttl=0.3) as holder,
+        opened(redis_server.url) as other,
+        holder.lease("caller") as held,
+    ):
+        await asyncio.sleep(1.0)  # more than three lease lifetimes
+        async with other.lease("caller") as taken:
+            assert (held, taken) == (True, False)
+
+
+async def test_the_lease_of_a_crashed_holder_frees_itself(redis_server) -> None:
+    with redis_server.client() as client:
+        client.set("toolsearch:lock:caller", "crashed-holder", px=300)  # no renewal will come
+        async with opened(redis_server.url) as store:
+            async with store.lease("caller") as held_while_locked:
+                assert not held_while_locked
+            while client.exists("toolsearch:lock:caller"):
+                await asyncio.sleep(0.05)
+            async with store.lease("caller") as held:
+                assert held
+
+
+async def test_a_lease_is_released_only_by_its_owner(redis_server) -> None:
+    with redis_server.client() as client:
+        async with opened(redis_server.url) as store, store.lease("caller") as held:
+            assert held
+            client.set("toolsearch:lock:caller", "next-holder", px=10_000)  # ours expired, retaken
+        assert client.get("toolsearch:lock:caller") == b"next-holder"
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def any_store(request, redis_server) -> AsyncIterator[object]:
+    if request.param == "memory":
+        yield MemoryCatalogStore()
+    else:
+        async with opened(redis_server.url) as store:
+            yield store
+
+
+async def test_tool_embeddings_are_kept_per_model_and_tool_digest(any_store) -> None:
+    first, second = TOOLS[0].digest, TOOLS[1].digest
+    vector = np.arange(8, dtype=np.float32) / 8
+    await any_store.put_vectors("e5-small", {first: vector, second: vector * 2})
+    found = await any_store.get_vectors("e5-small", [first, second, TOOLS[2].digest])
+    other_model = await any_store.get_vectors("potion", [first])
+    assert set(found) == {first, second}
+    np.testing.assert_array_equal(found[second], vector * 2)
+    assert found[first].dtype == np.float32
+    assert other_model == {}
+
+
+async def test_a_broken_embedding_is_left_out(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        await store.put_vectors("e5-small", {TOOLS[0].digest: np.ones(4, dtype=np.float32)})
+        with redis_server.client() as client:
+            client.set(f"toolsearch:vectors:e5-small:{TOOLS[0].digest}", b"\x00\x01\x02")
+        assert await store.get_vectors("e5-small", [TOOLS[0].digest]) == {}
+
+
+async def test_index_build_threads_share_tool_vectors_through_redis(redis_server) -> None:
+    vector = np.linspace(0, 1, 16, dtype=np.float32)
+    async with opened(redis_server.url) as first_store, opened(redis_server.url) as second_store:
+        for store in (first_store, second_store):
+            await store.listed_at("any caller")  # a replica's first request: the store learns its loop
+        await asyncio.to_thread(RedisVectorCache(first_store).put_many, "e5-small", {TOOLS[0].digest: vector})
+        found = await asyncio.to_thread(
+            RedisVectorCache(second_store).get_many, "e5-small", [TOOLS[0].digest, TOOLS[1].digest]
+        )
+    assert list(found) == [TOOLS[0].digest]
+    np.testing.assert_array_equal(found[TOOLS[0].digest], vector)
+
+
+async def test_the_vector_cache_never_blocks_the_event_loop_it_needs(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        await store.put_vectors("e5-small", {TOOLS[0].digest: np.ones(4, dtype=np.float32)})
+        assert RedisVectorCache(store).get_many("e5-small", [TOOLS[0].digest]) == {}
+
+
+@requires_redis
+async def test_an_unreachable_redis_answers_unavailable_and_recovers_when_it_comes_back() -> None:
+    port = free_port()
+    async with opened(f"redis://127.0.0.1:{port}/0") as store:
+        with pytest.raises(StoreUnavailable):
+            await store.listed_at("caller")
+        with pytest.raises(StoreUnavailable):  # left alone for a while: no second attempt
+            await store.put("caller", record())
+        assert (await store.health())["status"] == "down"
+        with RedisServer(port=port):
+            while (await store.health())["status"] == "down":
+                await asyncio.sleep(0.1)
+            await store.put("caller", record())
+            assert await store.get("caller") is not None
+    assert store.outages == 1
+
+
+async def test_a_server_answering_garbage_is_treated_as_unavailable() -> None:
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)
+        writer.write(b"\x00\xffnot the redis protocol\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with opened(f"redis://127.0.0.1:{port}/0") as store:
+            with pytest.raises(StoreUnavailable):
+                await store.get("caller")
+            assert (await store.health())["status"] == "down"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_sentinel_url_finds_the_master_through_the_sentinel(redis_server) -> None:
+    sentinel = RedisServer()
+    sentinel.start_sentinel(redis_server.port, service="catalogs")
+    with sentinel:
+        async with opened(f"redis+sentinel://127.0.0.1:{sentinel.port}/catalogs/0") as store:
+            await store.put("caller", record())
+            assert await store.get("caller") is not None
+    with redis_server.client() as client:
+        assert client.keys("toolsearch:catalog:*")
