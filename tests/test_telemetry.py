@@ -106,6 +106,15 @@ async def test_metrics_count_requests_by_method_meta_tool_and_outcome(traced) ->
     )
     assert "toolsearch_search_duration_seconds_bucket" in text
     assert "mcp_client_operation_duration_seconds_count" in text
+    assert (
+        'toolsearch_catalog_lookups_total{otel_scope_name="toolsearch",otel_scope_schema_url="",otel_scope_version="0.1.0",toolsearch_catalog_result="hit"}'
+        in text
+    )
+    assert (
+        'toolsearch_catalog_refreshes_total{otel_scope_name="toolsearch",otel_scope_schema_url="",otel_scope_version="0.1.0",toolsearch_outcome="ok"}'
+        in text
+    )
+    assert "toolsearch_store_errors_total" in text
 
 
 async def test_spans_and_metrics_never_carry_tokens_queries_arguments_or_results(traced) -> None:

@@ -28,6 +28,7 @@ from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.identity import caller_key as caller_key
 from toolsearch.search import SearchIndex
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
+from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.upstream import CallerHeaders, UpstreamClient
 
@@ -110,7 +111,9 @@ class CatalogService:
         identifier: Identifier | None = None,
         interner: ToolInterner | None = None,
         clock: Callable[[], float] = time.time,
+        telemetry: Telemetry | None = None,
     ) -> None:
+        self._telemetry = telemetry or Telemetry(use_environment=False)
         self._upstream = upstream
         self._store = store
         self._build_index = index_builder
@@ -134,13 +137,20 @@ class CatalogService:
         return len(self._interner)
 
     async def get(self, caller: CallerHeaders) -> Catalog:
-        identity = await self._identifier.identify(caller.authorization)
-        catalog = await self._current(identity.key)
-        if catalog is None:
-            catalog = await self._materialize(identity.key, await self._list_once(identity, caller))
-        elif self._clock() - catalog.listed_at >= self._ttl:
-            self._refresh_in_background(identity, caller)
-        return catalog
+        with self._telemetry.span("catalog lookup") as span:
+            identity = await self._identifier.identify(caller.authorization)
+            catalog = await self._current(identity.key)
+            if catalog is None:
+                result = "miss"
+                span.set_attribute(CATALOG_RESULT, result)
+                self._telemetry.catalog_lookups.add(1, {CATALOG_RESULT: result})
+                return await self._materialize(identity.key, await self._list_once(identity, caller))
+            result = "stale" if self._clock() - catalog.listed_at >= self._ttl else "hit"
+            if result == "stale":
+                self._refresh_in_background(identity, caller)
+            span.set_attribute(CATALOG_RESULT, result)
+            self._telemetry.catalog_lookups.add(1, {CATALOG_RESULT: result})
+            return catalog
 
     async def health(self) -> dict[str, Any]:
         """The store's state for `/readyz`, and this process's catalog counters."""
@@ -233,8 +243,14 @@ class CatalogService:
     async def _list(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord:
         started = time.perf_counter()
         self.listings += 1
-        # Upstream sessions belong to the token, whatever catalog identity it maps to.
-        listing = await self._upstream.list_tools(caller, caller_key(caller.authorization))
+        outcome = {OUTCOME: "error"}
+        try:
+            # Upstream sessions belong to the token, whatever catalog identity it maps to.
+            listing = await self._upstream.list_tools(caller, caller_key(caller.authorization))
+            outcome[OUTCOME] = "ok"
+        finally:
+            self._telemetry.catalog_refreshes.add(1, outcome)
+            self._telemetry.catalog_listing_duration.record(elapsed(started), outcome)
         tools: list[Tool] = []
         seen: set[str] = set()
         for definition in listing.tools:

@@ -52,7 +52,9 @@ class Proxy:
             max_materialized=settings.max_cached_catalogs,
             identifier=_identifier(settings),
             interner=interner,
+            telemetry=telemetry,
         )
+        telemetry.observe_store_errors(lambda: getattr(store, "failures", 0))
         policy = ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools))
         metatools = MetaTools(
             catalogs,

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -82,6 +83,7 @@ class Telemetry:
             readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
         self._meter_provider = MeterProvider(resource=resource, metric_readers=readers)
         meter = self._meter_provider.get_meter("toolsearch", __version__)
+        self._meter = meter
 
         def histogram(name: str, description: str) -> Any:
             return meter.create_histogram(
@@ -108,8 +110,13 @@ class Telemetry:
         self.catalog_listing_duration = histogram(
             "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
         )
-        self.store_errors = meter.create_counter(
-            "toolsearch.store.errors", description="Failed operations on the shared catalog store (Redis)."
+
+    def observe_store_errors(self, failures: Callable[[], int]) -> None:
+        """Report the shared store's failed operations, as the store counts them."""
+        self._meter.create_observable_counter(
+            "toolsearch.store.errors",
+            callbacks=[lambda _options: [Observation(failures())]],
+            description="Failed operations on the shared catalog store (Redis).",
         )
 
     @property
