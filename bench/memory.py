@@ -18,7 +18,6 @@ import asyncio
 import datetime
 import json
 import platform
-import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import httpx
 import orjson
 
 from toolsearch.demo.redis_server import RedisServer
-from toolsearch.demo.serving import ServedProcess, base_url, free_port, serve_app, serve_process
+from toolsearch.demo.serving import ServedProcess, serve_app, serve_proxy_process
 from toolsearch.demo.upstream import DemoUpstream, recorded_tools
 
 RESULTS = Path(__file__).parent / "results"
@@ -132,19 +131,11 @@ def main(tool_count: int, steps: list[int]) -> dict[str, Any]:
         upstream_url = f"{stack.enter_context(serve_app(upstream))}/mcp"
         replicas = {}
         for name, flags in (("redis", [f"--redis-url={redis_server.url}"]), ("memory", [])):
-            port = free_port()
-            command = [
-                sys.executable,
-                "-m",
-                "toolsearch",
-                "serve",
-                f"--upstream={upstream_url}",
-                f"--port={port}",
-            ]
             replicas[name] = stack.enter_context(
-                serve_process(
-                    [*command, f"--max-cached-catalogs={max(steps)}", *flags],
-                    url=base_url("127.0.0.1", port),
+                serve_proxy_process(
+                    upstream_url,
+                    f"--max-cached-catalogs={max(steps)}",
+                    *flags,
                     env={"PYTHONPATH": str(SERVICE_DIR)},
                 )
             )

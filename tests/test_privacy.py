@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 from tests.conftest import call_json, call_text, connect, running_upstream
-from toolsearch.demo.serving import base_url, free_port, serve_process
+from toolsearch.demo.serving import serve_proxy_process
 
 SECRET_TOKEN = "tok-SECRET-7f3a9"
 SECRET_QUERY = "QUERY-SECRET-moonbase timezone"
@@ -20,21 +19,8 @@ async def test_logs_never_contain_tokens_queries_arguments_or_results(catalog_to
         return {"content": [{"type": "text", "text": SECRET_RESULT}]}
 
     with running_upstream(catalog_tools, on_call=on_call) as (upstream_url, _):
-        port = free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "toolsearch",
-            "serve",
-            "--upstream",
-            upstream_url,
-            "--port",
-            str(port),
-        ]
-        command += ["--log-format", "json", "--log-level", "debug"]
-        with serve_process(
-            command, url=base_url("127.0.0.1", port), env={"PYTHONPATH": ":".join(sys.path)}
-        ) as served:
+        flags = ("--log-format=json", "--log-level=debug")
+        with serve_proxy_process(upstream_url, *flags) as served:
             async with connect(f"{served.url}/mcp", SECRET_TOKEN) as client:
                 await call_json(client, "search_tools", {"query": SECRET_QUERY})
                 await call_text(

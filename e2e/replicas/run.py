@@ -34,7 +34,7 @@ SERVICE_DIR = Path(__file__).resolve().parents[2] / "service"
 sys.path.insert(0, str(SERVICE_DIR))
 
 from toolsearch.demo.redis_server import RedisServer  # noqa: E402
-from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process  # noqa: E402
+from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process, serve_proxy_process  # noqa: E402
 from toolsearch.demo.upstream import DEMO_SERVERS, DemoUpstream, bearer_visibility, recorded_tools  # noqa: E402
 
 QUERIES = (
@@ -109,23 +109,12 @@ def running_replicas(upstream_url: str, redis_url: str, count: int) -> Iterator[
     with ExitStack() as stack:
         ports = []
         for _ in range(count):
-            port = free_port()
-            command = [
-                sys.executable,
-                "-m",
-                "toolsearch",
-                "serve",
-                f"--upstream={upstream_url}",
-                f"--port={port}",
-            ]
-            stack.enter_context(
-                serve_process(
-                    [*command, f"--redis-url={redis_url}"],
-                    url=base_url("127.0.0.1", port),
-                    env={"PYTHONPATH": str(SERVICE_DIR)},
+            served = stack.enter_context(
+                serve_proxy_process(
+                    upstream_url, f"--redis-url={redis_url}", env={"PYTHONPATH": str(SERVICE_DIR)}
                 )
             )
-            ports.append(port)
+            ports.append(int(served.url.rsplit(":", 1)[1]))
         yield ports
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from starlette.routing import Route
 
 import toolsearch
 from toolsearch.demo.redis_server import RedisServer, redis_server_binary
-from toolsearch.demo.serving import ServedProcess, base_url, free_port, serve_app, serve_process
+from toolsearch.demo.serving import ServedProcess, serve_app, serve_proxy_process
 from toolsearch.demo.upstream import DemoUpstream, recorded_tools
 
 SERVICE_DIR = str(Path(toolsearch.__file__).resolve().parents[1])
@@ -79,22 +78,9 @@ def running_replicas(upstream_url: str, count: int = 3, **flags: Any) -> Iterato
     """`count` toolsearch processes in front of `upstream_url`, started side by side; yields their
     MCP endpoint URLs, and on a failure prints what each replica logged."""
     arguments = [f"--{name.replace('_', '-')}={value}" for name, value in flags.items()]
-    starting = []
-    for _ in range(count):
-        port = free_port()
-        command = [
-            sys.executable,
-            "-m",
-            "toolsearch",
-            "serve",
-            f"--upstream={upstream_url}",
-            f"--port={port}",
-        ]
-        starting.append(
-            serve_process(
-                [*command, *arguments], url=base_url("127.0.0.1", port), env={"PYTHONPATH": SERVICE_DIR}
-            )
-        )
+    starting = [
+        serve_proxy_process(upstream_url, *arguments, env={"PYTHONPATH": SERVICE_DIR}) for _ in range(count)
+    ]
     with ExitStack() as stack, ThreadPoolExecutor(count) as pool:
         started = [pool.submit(context.__enter__) for context in starting]
         processes: list[ServedProcess] = []

@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import IO
 
@@ -143,6 +144,27 @@ def serve_process(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def proxy_command(upstream_url: str, port: int, *flags: str) -> list[str]:
+    """The command running `toolsearch serve` in front of `upstream_url` on loopback port `port`."""
+    serve = [sys.executable, "-m", "toolsearch", "serve"]
+    return [*serve, f"--upstream={upstream_url}", f"--port={port}", *flags]
+
+
+def serve_proxy_process(
+    upstream_url: str, *flags: str, env: Mapping[str, str] | None = None
+) -> AbstractContextManager[ServedProcess]:
+    """`toolsearch serve` as a child process on a free port (see `serve_process`); started on entry.
+
+    `env` defaults to this interpreter's `sys.path` as `PYTHONPATH`, so the child imports what we do.
+    """
+    port = free_port()
+    return serve_process(
+        proxy_command(upstream_url, port, *flags),
+        url=base_url("127.0.0.1", port),
+        env=env if env is not None else {"PYTHONPATH": os.pathsep.join(sys.path)},
+    )
 
 
 def _wait_ready(served: ServedProcess, ready_url: str, timeout: float) -> None:
