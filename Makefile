@@ -26,4 +26,5 @@ test: $(BIN)/toolsearch system-packages
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/toolsearch
+	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench

@@ -17,6 +17,7 @@ then only adds up the columns of its terms, whatever the catalog size.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,8 +121,6 @@ class LexicalIndex:
         self._documents = tuple(documents)
         """Held so that the documents stay cached for as long as the catalog is in use."""
         self._size = len(self._documents)
-        self._term_ids = term_ids
-        """Vocabulary ids of the matrices' columns, sorted."""
         self._tool_weights = tool_weights
         """Tool x term BM25F weight, by column: a query adds up its terms' columns."""
         self._server_weights = server_weights
@@ -134,6 +133,9 @@ class LexicalIndex:
         order = sorted(range(len(terms)), key=terms.__getitem__)
         self._sorted_terms = [terms[column] for column in order]
         self._sorted_columns = order
+        self._column_of_term = {int(term_id): column for column, term_id in enumerate(term_ids)}
+        # Queries repeat words; a word's columns depend on the index alone (profiled: ~18% of a search).
+        self._columns_of_word = functools.lru_cache(maxsize=16384)(self._word_columns)
 
     @classmethod
     def build(cls, tools: Sequence[Tool]) -> LexicalIndex:
@@ -191,12 +193,7 @@ class LexicalIndex:
 
     def _column(self, term: str) -> int | None:
         term_id = VOCABULARY.get(term)
-        if term_id is None:
-            return None
-        column = int(np.searchsorted(self._term_ids, term_id))
-        if column < len(self._term_ids) and self._term_ids[column] == term_id:
-            return column
-        return None
+        return None if term_id is None else self._column_of_term.get(term_id)
 
     def _prefix_columns(self, word: str) -> list[int]:
         """Columns of the terms that `word` (a term of no tool here) extends or shortens by
@@ -240,7 +237,7 @@ class LexicalIndex:
         """Per distinct query word: the columns of its terms, and how much they count."""
         found: dict[tuple[int, ...], float] = {}
         for word in text.analyze(query[:_MAX_QUERY_CHARS]):
-            for columns, weight in self._word_columns(word):
+            for columns, weight in self._columns_of_word(word):
                 if columns:
                     key = tuple(sorted(columns))
                     found[key] = max(found.get(key, 0.0), weight)

@@ -1,0 +1,97 @@
+"""Run the benchmark suite: `python -m bench [--quick] [--sections a,b] [--model-dir DIR]`.
+
+Sections (each also runs alone, e.g. `python -m bench.tokens --quick`):
+
+    tokens      tools/list and search answer sizes (chars / 4, and cl100k_base when available)
+    quality     recall@5, MRR@10 and search latency versus the peer; latency versus catalog size
+    throughput  wrk against one and two toolsearch processes (nginx round robin) and the peer
+    overhead    a tools/call through toolsearch versus straight to the upstream
+    coldstart   a new caller's first request at 1,500 and 5,000 tools
+    profile     py-spy profiles of warm search and of a proxied tools/call (not in --quick)
+
+Results are merged into bench/results/<date>.json and .md, with PNG plots beside them; the tables
+are printed as they come. Every server listens on 127.0.0.1 and is stopped when its section ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.options import Options
+from bench.processes import SERVICE_DIR
+from bench.report import RESULTS_DIR, Section, machine, print_section, results_path, save
+
+SECTIONS = ("tokens", "quality", "throughput", "overhead", "coldstart", "profile")
+QUICK_SECTIONS = ("tokens", "quality", "throughput", "overhead", "coldstart")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer queries, sizes and seconds (about 3 minutes)"
+    )
+    parser.add_argument(
+        "--sections",
+        default=None,
+        help=f"comma-separated sections to run (default: all; with --quick: {','.join(QUICK_SECTIONS)})",
+    )
+    parser.add_argument("--model-dir", type=Path, default=None, help="embedding model for the hybrid rows")
+    parser.add_argument(
+        "--service-dir",
+        type=Path,
+        default=SERVICE_DIR,
+        help="toolsearch sources to benchmark (default: this checkout's service/; a patched copy "
+        "measures a fix)",
+    )
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where results are written")
+    parser.add_argument("--no-save", action="store_true", help="print the tables only")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    chosen = args.sections.split(",") if args.sections else list(QUICK_SECTIONS if args.quick else SECTIONS)
+    unknown = [name for name in chosen if name not in SECTIONS]
+    if unknown:
+        print(
+            f"bench: unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}", file=sys.stderr
+        )
+        return 2
+    options = Options(
+        quick=args.quick,
+        model_dir=args.model_dir,
+        service_dir=args.service_dir.resolve(),
+        results_dir=args.results_dir.resolve(),
+    )
+    sections: list[Section] = []
+    for name in chosen:
+        started, ran_at, before = time.monotonic(), dt.datetime.now(dt.UTC), machine()
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        section: Section = importlib.import_module(f"bench.{name}").run(options)
+        section.seconds = time.monotonic() - started
+        section.ran_at = ran_at.isoformat(timespec="seconds")
+        section.machine = before
+        print_section(section)
+        sections.append(section)
+    if not args.no_save:
+        document = save(sections, options.results_dir, options.as_dict())
+        written = [results_path(options.results_dir, "json"), results_path(options.results_dir, "md")]
+        try:
+            from bench.plots import plot
+        except ImportError:
+            print("bench: no plots: matplotlib is not installed (pip install -e '.[bench]')", file=sys.stderr)
+        else:
+            written += plot(document, options.results_dir)
+        for path in written:
+            print(f"bench: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Cold start: from a new caller's first request to its answer, at 1,500 and 5,000 tools.
+
+    python -m bench.coldstart [--quick] [--model-dir DIR]
+
+The first request is a `search_tools` call (raw POST, new connection) with a token toolsearch has
+never seen, so the answer waits for the upstream listing, and for whatever else is not cached:
+
+- fresh process: the first caller of a toolsearch process just started (nothing cached: every
+  tool is interned and the index built; with a model, every tool embedded);
+- new catalog, known tools: a new caller whose catalog differs from every earlier one by one tool
+  (a new index over tools already interned, and embedded when there is a model);
+- known catalog: a new caller whose catalog equals an earlier caller's (listing only: the index is
+  shared).
+
+For reference, the upstream listing alone (a raw `tools/list` to the upstream), and the peer's
+first search after it starts (it builds its index then; full runs only, its start is slow).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from bench.clients import PEER, TOOLSEARCH, RawClient, list_request
+from bench.options import Options
+from bench.peer import peer_server
+from bench.processes import Server, running, toolsearch_server, upstream_server
+from bench.report import Section, Table
+from bench.stats import latency
+from bench.upstream_server import DROP_PREFIX
+
+SIZES = (1500, 5000)
+QUERY = "create an issue in a repository"
+FIRST_TIMEOUT = 900.0
+HYBRID_FRESH_PROCESSES = 2
+
+
+def _first_search(url: str, token: str, dialect: Any = TOOLSEARCH) -> float:
+    with RawClient(url, timeout=FIRST_TIMEOUT) as client:
+        return client.call(dialect.search_tool, dialect.search_arguments(QUERY, 8), token)[0]
+
+
+def _process_cases(
+    options: Options, upstream: Server, processes: int, samples: int, model: bool
+) -> dict[str, list[float]]:
+    """First-request times of the three cases: the first caller of each of `processes` new processes,
+    then in the last one `samples` new callers of a known catalog and `samples` of new catalogs."""
+    cases: dict[str, list[float]] = {"fresh process": []}
+    for number in range(processes):
+        server = toolsearch_server(
+            upstream, service_dir=options.service_dir, model_dir=options.model_dir if model else None
+        )
+        with running(server):
+            cases["fresh process"].append(_first_search(server.mcp_url, f"bench-fresh-{number}"))
+            if number == processes - 1:
+                cases["new catalog, known tools"] = [
+                    _first_search(server.mcp_url, f"{DROP_PREFIX}{n}-bench") for n in range(samples)
+                ]
+                cases["known catalog"] = [
+                    _first_search(server.mcp_url, f"bench-known-{n}") for n in range(samples)
+                ]
+    return cases
+
+
+def _listing(upstream: Server, samples: int) -> list[float]:
+    with RawClient(upstream.mcp_url) as client:
+        return [client.post(*list_request())[0] for _ in range(samples)]
+
+
+def run(options: Options) -> Section:
+    fresh_samples, warm_samples = options.pick((1, 3), (5, 10))
+    modes = [("bm25", False)]
+    if options.hybrid_unavailable is None:
+        modes.append(("hybrid", True))
+    figures: dict[str, dict[str, Any]] = {}
+    for size in SIZES:
+        print(f"bench: coldstart: {size:,} tools", file=sys.stderr, flush=True)
+        upstream = upstream_server(size)
+        with running(upstream):
+            measured = {"upstream tools/list alone": _listing(upstream, warm_samples)}
+            for mode, model in modes:
+                # A fresh hybrid process embeds the whole catalog: minutes on two cores.
+                processes = min(fresh_samples, HYBRID_FRESH_PROCESSES) if model else fresh_samples
+                cases = _process_cases(options, upstream, processes, warm_samples, model)
+                measured.update({f"{mode}: {case}": times for case, times in cases.items()})
+            if not options.quick:
+                peer = peer_server(size)
+                with running(peer):
+                    measured["peer: first search after start"] = [_first_search(peer.mcp_url, "", PEER)]
+        figures[str(size)] = {name: latency(values) for name, values in measured.items()}
+    rows = [
+        [case, *(figures[str(size)].get(case, {}).get(key) for size in SIZES for key in ("n", "p50", "p99"))]
+        for case in dict.fromkeys(case for by_case in figures.values() for case in by_case)
+    ]
+    if options.hybrid_unavailable is not None:
+        rows.append([f"hybrid (embeddings cached and not): {options.hybrid_unavailable}", *([None] * 6)])
+    columns = [
+        "first request",
+        *(f"{size:,} tools {key}" for size in SIZES for key in ("n", "p50 ms", "p99 ms")),
+    ]
+    return Section(
+        name="coldstart",
+        data={"query": QUERY, "figures": figures, "hybrid": options.hybrid_unavailable or "measured"},
+        tables=[
+            Table(
+                "A new caller's first search, from request to answer",
+                columns,
+                rows,
+                [
+                    "Raw search_tools POST on a new connection with a token the process has not seen. "
+                    "'fresh process': toolsearch just started; 'new catalog, known tools': the caller's "
+                    "catalog differs from all earlier ones (a new index); 'known catalog': equal to an "
+                    "earlier caller's (the index is shared).",
+                    *(["The peer's first search is measured in full runs only."] if options.quick else []),
+                ],
+            )
+        ],
+    )
+
+
+if __name__ == "__main__":
+    from bench.__main__ import main
+
+    sys.exit(main(["--sections", "coldstart", *sys.argv[1:]]))

@@ -1,0 +1,127 @@
+"""Search speed by catalog size: query latency of bm25, dense and hybrid, and index build time.
+
+    python -m bench.search [--model-dir DIR ...] [--sizes 500,1500,5000] [--queries N] [--threads N]
+
+For each model (and once for bm25 alone) and each size, the first `size` tools of the recorded
+catalog are indexed twice: cold (every tool and catalog word embedded, as for a catalog no caller
+had before) and warm (the vectors cached, as for a new catalog of known tools: only the arrays
+are assembled). Then every dev query is searched once untimed, to fill the query-vector cache
+as agents' repeated queries do, and once per mode timed with a cold query cache (first time this
+query is seen) and once with it warm. Prints a table; writes bench/results/search-<date>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.report import RESULTS_DIR, machine
+from bench.stats import dev_queries, latency
+from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
+from toolsearch.embedding import Embedder, load_model
+from toolsearch.search.hybrid import HybridIndex, QueryVectors
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.semantic import MemoryVectorCache, SemanticIndex
+from toolsearch.tool import Tool, ToolInterner
+
+SIZES = (500, 1500, 5000)
+
+
+def _timed(action: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = action()
+    return result, (time.perf_counter() - started) * 1000
+
+
+def _latencies(search: Callable[[str, int], Any], queries: Sequence[str]) -> list[float]:
+    return [_timed(lambda query=query: search(query, 10))[1] for query in queries]
+
+
+def _bm25_row(tools: Sequence[Tool], queries: Sequence[str]) -> dict[str, Any]:
+    # Tool documents stay cached while an index holds them: the second build finds them all.
+    cold_index, cold_ms = _timed(lambda: LexicalIndex.build(tools))
+    index, warm_ms = _timed(lambda: LexicalIndex.build(tools))
+    del cold_index
+    return {
+        "index_ms": {"cold": round(cold_ms, 1), "cached": round(warm_ms, 1)},
+        "search_ms": {"bm25": latency(_latencies(index.search, queries))},
+    }
+
+
+def _model_row(tools: Sequence[Tool], queries: Sequence[str], embedder: Embedder) -> dict[str, Any]:
+    cache = MemoryVectorCache()
+
+    def build() -> tuple[LexicalIndex, SemanticIndex]:
+        return LexicalIndex.build(tools), SemanticIndex.build(tools, embedder, cache)
+
+    cold_indexes, cold_ms = _timed(build)
+    (lexical, semantic), warm_ms = _timed(build)
+    del cold_indexes
+    search_ms: dict[str, Any] = {}
+    for mode in ("dense", "hybrid"):
+        vectors = QueryVectors(embedder)
+        index = HybridIndex(lexical, semantic, vectors, mode=mode)
+        first_seen = _latencies(index.search, queries)
+        search_ms[mode] = latency(first_seen)
+        search_ms[f"{mode} (query cached)"] = latency(_latencies(index.search, queries))
+    return {
+        "index_ms": {"cold": round(cold_ms, 1), "cached": round(warm_ms, 1)},
+        "search_ms": search_ms,
+    }
+
+
+def _print(results: dict[str, Any]) -> None:
+    print(f"\n{'model':<28}{'tools':>6}  {'mode':<24}{'p50 ms':>9}{'p99 ms':>9}")
+    for model, by_size in results["models"].items():
+        for size, row in by_size.items():
+            for mode, figures in row["search_ms"].items():
+                print(f"{model:<28}{size:>6}  {mode:<24}{figures['p50']:>9.2f}{figures['p99']:>9.2f}")
+    print(f"\n{'model':<28}{'tools':>6}{'index cold s':>14}{'index cached s':>16}")
+    for model, by_size in results["models"].items():
+        for size, row in by_size.items():
+            index = row["index_ms"]
+            print(f"{model:<28}{size:>6}{index['cold'] / 1000:>14.2f}{index['cached'] / 1000:>16.3f}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.search",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--model-dir", type=Path, action="append", default=[], help="a model (repeatable)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="catalog sizes, comma-separated")
+    parser.add_argument("--queries", type=int, default=0, help="use only the first N dev queries")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (default: 1)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output (default: bench/results/)")
+    args = parser.parse_args(argv)
+
+    sizes = [int(size) for size in args.sizes.split(",")]
+    interner = ToolInterner()
+    all_tools = [interner.intern(definition) for definition in load_catalog_file(recorded_catalog_path())]
+    queries = [row["query"] for row in dev_queries()]
+    queries = queries[: args.queries] if args.queries else queries
+    results: dict[str, Any] = {"machine": machine(), "queries": len(queries), "models": {}}
+    results["models"]["bm25"] = {size: _bm25_row(all_tools[:size], queries) for size in sizes}
+    for directory in args.model_dir:
+        embedder = load_model(directory, threads=args.threads)
+        rows = {}
+        for size in sizes:
+            rows[size] = _model_row(all_tools[:size], queries, embedder)
+            print(f"{embedder.name}: {size} tools done", flush=True)
+        results["models"][embedder.name] = rows
+    _print(results)
+    out = args.out or RESULTS_DIR / f"search-{dt.date.today().isoformat()}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwritten to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
