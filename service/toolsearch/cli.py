@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from toolsearch import __version__
 from toolsearch.demo.run import add_demo_command
 from toolsearch.embedding.commands import add_model_commands
+from toolsearch.evaluation import add_eval_command
 from toolsearch.offline import add_search_command
 from toolsearch.settings import Settings
 
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(commands)
     add_search_command(commands)
     add_model_commands(commands)
+    add_eval_command(commands)
     return parser
 
 

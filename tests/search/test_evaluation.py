@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from toolsearch.evaluation import Query, QueryFileError, load_queries, run_queries, summarize
+from toolsearch.evaluation import (
+    Query,
+    QueryFileError,
+    add_eval_command,
+    load_queries,
+    run_queries,
+    summarize,
+)
 from toolsearch.search import SearchHit
 
 NAMES = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
@@ -94,3 +102,45 @@ def test_a_malformed_query_line_is_named_with_its_number(tmp_path: Path) -> None
     path.write_text('{"query": "fine"}\n{"gold": []}\n')
     with pytest.raises(QueryFileError, match=r"queries.jsonl:2: expected"):
         load_queries(path)
+
+
+def _run_eval(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    add_eval_command(parser.add_subparsers())
+    args = parser.parse_args(["eval", *argv])
+    return args.handler(args)
+
+
+def test_the_eval_command_prints_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    catalog = tmp_path / "catalog.json"
+    tools = [
+        {"name": "create_issue", "description": "Create an issue in a repository.", "inputSchema": {}},
+        {"name": "list_files", "description": "List the files of a folder.", "inputSchema": {}},
+    ]
+    catalog.write_text(json.dumps({"servers": [{"server": "demo", "tools": tools}]}))
+    queries = tmp_path / "queries.jsonl"
+    rows = [
+        {"query": "open a new issue", "lang": "en", "gold": ["demo_create_issue"]},
+        {"query": "what files are in the folder", "lang": "en", "gold": ["demo_list_files"]},
+    ]
+    queries.write_text("\n".join(json.dumps(row) for row in rows))
+    out = tmp_path / "report.json"
+    assert _run_eval("--catalog", str(catalog), "--queries", str(queries), "--json", str(out)) == 0
+    report = json.loads(out.read_text())
+    assert {"overall", "by_lang", "abstention", "latency_ms"} <= set(report)
+    assert report["overall"]["recall@1"] == 1.0
+    assert "recall@5" in capsys.readouterr().out
+
+
+def test_the_eval_command_needs_a_model_for_dense_ranking(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"query": "x", "gold": []}\n')
+    assert _run_eval("--queries", str(queries), "--mode", "dense") == 2
+    assert "--mode dense needs --model-dir" in capsys.readouterr().err
+
+
+def test_the_eval_command_names_a_missing_query_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert _run_eval("--queries", str(tmp_path / "absent.jsonl")) == 2
+    assert "absent.jsonl: cannot read it" in capsys.readouterr().err

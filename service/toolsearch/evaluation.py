@@ -1,0 +1,212 @@
+"""Search quality, measured: `toolsearch eval` ranks a query set over a catalog file and scores it.
+
+Queries are JSON lines `{"id", "query", "lang", "gold": [qualified tool names], "kind"}`; `gold`
+lists every tool that would serve the request and is empty for a request no tool serves. A
+servable query is a hit at k when any gold tool is in the top k; MRR@10 counts the first gold
+tool's reciprocal rank (0 past 10). Abstention is judged apart: search abstains when it finds
+nothing or marks its best hit weak, which is right on an unservable query and wrong on a
+servable one. Recall and MRR cover servable queries only, abstained or not (the weak hits are
+still shown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from toolsearch.search import SearchHit
+
+CUTOFFS = (1, 5, 10)
+DEPTH = max(CUTOFFS)
+Mode = Literal["bm25", "dense", "hybrid"]
+Search = Callable[[str, int], list[SearchHit]]
+
+
+class QueryFileError(ValueError):
+    """The query file is not what `toolsearch eval` reads; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    id: str
+    text: str
+    lang: str
+    gold: frozenset[str]
+    kind: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    query: Query
+    rank: int | None
+    """0-based rank of the first gold tool within the top `DEPTH`; None when none is there."""
+    abstained: bool
+    latency_ms: float
+
+
+def load_queries(path: str | Path) -> list[Query]:
+    """The queries of a JSON-lines file (blank lines skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise QueryFileError(f"{path}: cannot read it ({error.strerror or error})") from None
+    queries = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            gold = row.get("gold", [])
+            if not isinstance(row["query"], str) or not isinstance(gold, list):
+                raise TypeError
+            queries.append(
+                Query(
+                    id=str(row.get("id", number)),
+                    text=row["query"],
+                    lang=str(row.get("lang", "unknown")),
+                    gold=frozenset(map(str, gold)),
+                    kind=str(row.get("kind", "")),
+                )
+            )
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise QueryFileError(
+                f'{path}:{number}: expected a JSON object {{"query": text, "lang": code, "gold": [names]}}'
+            ) from None
+    return queries
+
+
+def run_queries(search: Search, names: Sequence[str], queries: Iterable[Query]) -> list[Outcome]:
+    """Search each query once (timed) and note where its first gold tool came."""
+    outcomes = []
+    for query in queries:
+        started = time.perf_counter()
+        hits = search(query.text, DEPTH)
+        latency_ms = (time.perf_counter() - started) * 1000
+        ranked = [names[hit.position] for hit in hits]
+        rank = next((rank for rank, name in enumerate(ranked) if name in query.gold), None)
+        abstained = not hits or hits[0].weak
+        outcomes.append(Outcome(query, rank, abstained, latency_ms))
+    return outcomes
+
+
+def _ranking(outcomes: Sequence[Outcome]) -> dict[str, float | int]:
+    ranks = [outcome.rank for outcome in outcomes]
+    row: dict[str, float | int] = {"queries": len(ranks)}
+    for k in CUTOFFS:
+        row[f"recall@{k}"] = _share(rank is not None and rank < k for rank in ranks)
+    row["mrr@10"] = float(np.mean([0.0 if r is None else 1.0 / (r + 1) for r in ranks])) if ranks else 0.0
+    return row
+
+
+def _share(flags: Iterable[bool]) -> float:
+    values = list(flags)
+    return sum(values) / len(values) if values else 0.0
+
+
+def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """The report: ranking quality overall and per language, abstention, latency (JSON-ready)."""
+    servable = [outcome for outcome in outcomes if outcome.query.gold]
+    unservable = [outcome for outcome in outcomes if not outcome.query.gold]
+    languages = sorted({outcome.query.lang for outcome in servable})
+    latencies = [outcome.latency_ms for outcome in outcomes]
+    p50, p99 = np.percentile(latencies, [50, 99]) if latencies else (0.0, 0.0)
+    return {
+        "overall": _ranking(servable),
+        "by_lang": {lang: _ranking([o for o in servable if o.query.lang == lang]) for lang in languages},
+        "abstention": {
+            "unservable_queries": len(unservable),
+            "abstained_on_unservable": _share(o.abstained for o in unservable),
+            "servable_queries": len(servable),
+            "wrongly_abstained_on_servable": _share(o.abstained for o in servable),
+        },
+        "latency_ms": {"p50": float(p50), "p99": float(p99)},
+    }
+
+
+def format_report(report: dict[str, Any], title: str = "") -> str:
+    columns = ["queries", *(f"recall@{k}" for k in CUTOFFS), "mrr@10"]
+    lines = [title] if title else []
+    lines.append(f"{'lang':<8}" + "".join(f"{column:>10}" for column in columns))
+    rows = [("overall", report["overall"]), *report["by_lang"].items()]
+    for label, row in rows:
+        cells = [f"{row['queries']:>10}", *(f"{row[column]:>10.3f}" for column in columns[1:])]
+        lines.append(f"{label:<8}" + "".join(cells))
+    abstention = report["abstention"]
+    lines.append(
+        f"abstained on {abstention['abstained_on_unservable']:.0%} of {abstention['unservable_queries']} "
+        f"unservable queries, wrongly on {abstention['wrongly_abstained_on_servable']:.1%} of "
+        f"{abstention['servable_queries']} servable ones"
+    )
+    latency = report["latency_ms"]
+    lines.append(f"search latency: p50 {latency['p50']:.1f} ms, p99 {latency['p99']:.1f} ms")
+    return "\n".join(lines)
+
+
+def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `eval`; the parsed arguments' `handler(args) -> int` runs it (exit status)."""
+    parser = subparsers.add_parser(
+        "eval",
+        help="measure search quality on a query set",
+        description="Rank every query of a query set over a catalog file and print recall@1/5/10 and "
+        "MRR@10 (overall and per language), abstention, and search latency.",
+    )
+    parser.add_argument(
+        "--catalog", type=Path, default=None, help="catalog file (default: the recorded catalog)"
+    )
+    parser.add_argument(
+        "--queries",
+        type=Path,
+        required=True,
+        help='JSON lines {"query", "lang", "gold": [qualified tool names]}; gold [] for unservable requests',
+    )
+    parser.add_argument("--model-dir", type=Path, default=None, help="embedding model directory")
+    parser.add_argument(
+        "--mode",
+        choices=("bm25", "dense", "hybrid"),
+        default=None,
+        help="ranking to measure (default: hybrid with --model-dir, else bm25)",
+    )
+    parser.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads (default: 2)")
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report here")
+    parser.set_defaults(handler=_run_eval_command)
+    return parser
+
+
+def _run_eval_command(args: argparse.Namespace) -> int:
+    from toolsearch.catalog_file import CatalogFileError, load_catalog_file, recorded_catalog_path
+    from toolsearch.embedding import ModelError, load_model
+    from toolsearch.search.hybrid import build_index
+    from toolsearch.tool import ToolInterner
+
+    mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
+    if mode != "bm25" and args.model_dir is None:
+        print(f"toolsearch eval: error: --mode {mode} needs --model-dir", file=sys.stderr)
+        return 2
+    try:
+        queries = load_queries(args.queries)
+        definitions = load_catalog_file(args.catalog or recorded_catalog_path())
+        embedder = load_model(args.model_dir, threads=args.threads) if mode != "bm25" else None
+    except (QueryFileError, CatalogFileError, ModelError) as error:
+        print(f"toolsearch eval: error: {error}", file=sys.stderr)
+        return 2
+    interner = ToolInterner()
+    tools = [interner.intern(definition) for definition in definitions]
+    started = time.perf_counter()
+    index = build_index(tools, embedder, mode=mode)
+    built = time.perf_counter() - started
+    report = summarize(run_queries(index.search, [tool.name for tool in tools], queries))
+    report["index_seconds"] = built
+    model = f", {embedder.name}" if embedder else ""
+    print(format_report(report, f"{mode}{model}: {len(queries)} queries over {len(tools)} tools"))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"mode": mode, **report}, indent=2) + "\n", encoding="utf-8")
+    return 0

@@ -1,0 +1,190 @@
+"""Dense retrieval: the cosine similarity of a query's embedding to each tool's.
+
+A tool's passage is what the model reads of it: its server, its name as words, its title and the
+first sentence of its description (what the tool is for). Whole descriptions average ~140 tokens
+against ~30 for this, and a BERT-sized model's time grows faster than linearly with length: they
+would make indexing a new 5,000-tool catalog take many minutes on two cores.
+
+The index also holds the catalog's words (those in at least two of its tools' texts) as vectors:
+the words nearest to a query's embedding are the catalog's own words for what the query asks, in
+whatever language it was asked (`nearest_words`), which lexical search can then match.
+
+Tool and word vectors are computed once per distinct content and model: `VectorCache` holds them
+by (model key, `Tool.digest` or word), so every catalog that contains a tool shares its vector and
+a catalog seen before is assembled without running the model. `MemoryVectorCache` is this
+process's cache; a store shared by replicas implements the same two methods.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from toolsearch.embedding import Embedder
+from toolsearch.search import stopwords
+from toolsearch.search.documents import split_qualified_name, tool_fields
+from toolsearch.tool import Tool
+
+PASSAGE_VERSION = 1
+"""Part of every cached vector's key: change it whenever `passage` changes what it writes."""
+EMBEDDING_BATCH = 256
+"""Tools embedded per model call; each batch goes into the cache as soon as it is done."""
+_MAX_PASSAGE_CHARS = 600
+_WORD_SEPARATORS = re.compile(r"[_\-.]+")
+_MIN_WORD_TOOLS = 2
+"""A word in fewer of a catalog's tools is too rare to be what a request is about."""
+_MIN_WORD_CHARS = 3
+_WORD_SOURCE_CHARS = 1000
+"""Words are taken from the start of a description: what it is for, before the details."""
+_LETTER_RUNS = re.compile(r"[A-Za-z]+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_ENGLISH_STOPWORDS = frozenset(stopwords.ENGLISH.split())
+
+
+def passage(tool: Tool) -> str:
+    """What the model reads of `tool`: `server: tool name as words. Title. First sentence.`"""
+    fields = tool_fields(tool)
+    server, bare = split_qualified_name(tool.name)
+    words = _WORD_SEPARATORS.sub(" ", bare).strip()
+    head = f"{server}: {words}" if server else words
+    parts = [head, fields["title"], fields["summary"]]
+    return ". ".join(part.strip() for part in parts if part.strip())[:_MAX_PASSAGE_CHARS]
+
+
+def _words(tool: Tool) -> Iterator[str]:
+    """The distinct lower-case words of a tool's name, title, description start and parameters."""
+    fields = tool_fields(tool)
+    source = " ".join(
+        (
+            fields["name"],
+            fields["title"],
+            fields["description"][:_WORD_SOURCE_CHARS],
+            fields["parameter_names"],
+        )
+    )
+    found = set()
+    for run in _LETTER_RUNS.findall(source):
+        for part in _CAMEL_BOUNDARY.split(run):
+            word = part.lower()
+            if len(word) >= _MIN_WORD_CHARS and word not in _ENGLISH_STOPWORDS:
+                found.add(word)
+    return iter(found)
+
+
+def catalog_words(tools: Sequence[Tool]) -> list[str]:
+    """The catalog's vocabulary: words (English letters) in at least two of its tools, sorted."""
+    counts = collections.Counter(word for tool in tools for word in _words(tool))
+    return sorted(word for word, count in counts.items() if count >= _MIN_WORD_TOOLS)
+
+
+def model_key(embedder: Embedder) -> str:
+    """Identity of a tool vector's origin: the model as used, and how passages are written."""
+    return f"{embedder.fingerprint[:32]}.p{PASSAGE_VERSION}"
+
+
+class VectorCache(Protocol):
+    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors held for these tool digests (absent ones left out)."""
+        ...
+
+    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
+
+
+class MemoryVectorCache:
+    """Tool vectors in this process, least recently used dropped past `max_vectors`."""
+
+    def __init__(self, max_vectors: int = 100_000) -> None:
+        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._max_vectors = max_vectors
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        found = {}
+        with self._lock:
+            for digest in digests:
+                vector = self._vectors.get((model, digest))
+                if vector is not None:
+                    self._vectors.move_to_end((model, digest))
+                    found[digest] = vector
+        return found
+
+    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        with self._lock:
+            for digest, vector in vectors.items():
+                self._vectors[(model, digest)] = vector
+                self._vectors.move_to_end((model, digest))
+            while len(self._vectors) > self._max_vectors:
+                self._vectors.popitem(last=False)
+
+
+def _vectors(
+    embedder: Embedder, cache: VectorCache, key: str, texts: Mapping[str, str]
+) -> dict[str, np.ndarray]:
+    """The vector of each text (by its cache id): cached ones, the rest embedded in batches."""
+    known = cache.get_many(key, list(texts))
+    pending = [cache_id for cache_id in texts if cache_id not in known]
+    for start in range(0, len(pending), EMBEDDING_BATCH):
+        batch = pending[start : start + EMBEDDING_BATCH]
+        rows = embedder.embed_passages([texts[cache_id] for cache_id in batch])
+        embedded = dict(zip(batch, rows, strict=True))
+        cache.put_many(key, embedded)
+        known.update(embedded)
+    return known
+
+
+def _matrix(rows: Sequence[np.ndarray], dimensions: int) -> np.ndarray:
+    matrix = np.zeros((len(rows), dimensions), dtype=np.float32)
+    if len(rows):
+        matrix[:] = rows
+    return matrix
+
+
+class SemanticIndex:
+    """One catalog's tool and word vectors; immutable and safe to share between threads."""
+
+    def __init__(self, vectors: np.ndarray, words: Sequence[str], word_vectors: np.ndarray) -> None:
+        self.vectors = vectors
+        """One L2-normalised float32 row per tool, in catalog order."""
+        self.words = tuple(words)
+        self.word_vectors = word_vectors
+        """One row per word of `words`."""
+
+    @classmethod
+    def build(cls, tools: Sequence[Tool], embedder: Embedder, cache: VectorCache) -> SemanticIndex:
+        """The vectors of `tools` and of their words: from `cache` where it has them, else
+        embedded in batches (and added to it)."""
+        key, dimensions = model_key(embedder), embedder.dimensions
+        tool_texts = {tool.digest: passage(tool) for tool in {tool.digest: tool for tool in tools}.values()}
+        known = _vectors(embedder, cache, key, tool_texts)
+        words = catalog_words(tools)
+        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in words})
+        return cls(
+            _matrix([known[tool.digest] for tool in tools], dimensions),
+            words,
+            _matrix([word_vectors[word] for word in words], dimensions),
+        )
+
+    def __len__(self) -> int:
+        return len(self.vectors)
+
+    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
+        """Cosine similarity of every tool to the (normalised) query vector."""
+        return self.vectors @ query_vector
+
+    def nearest_words(self, query_vector: np.ndarray, count: int) -> list[str]:
+        """The `count` catalog words most similar to the query vector, best first."""
+        if not self.words or count <= 0:
+            return []
+        similarities = self.word_vectors @ query_vector
+        count = min(count, len(self.words))
+        best = np.argpartition(-similarities, count - 1)[:count]
+        return [self.words[i] for i in best[np.argsort(-similarities[best], kind="stable")]]
