@@ -26,7 +26,8 @@ from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.embedding import Embedder, load_model
 from toolsearch.search.hybrid import HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.semantic import MemoryVectorCache, SemanticIndex
+from toolsearch.search.semantic import SemanticIndex
+from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 
 SIZES = (500, 1500, 5000)

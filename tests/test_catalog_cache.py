@@ -9,6 +9,7 @@ import anyio
 import httpx
 
 from tests.conftest import TOKEN_X, call_json, connect, running_proxy, running_upstream
+from tests.support.upstream import SlowApp
 from toolsearch.demo.serving import serve_app
 
 SEARCH = {
@@ -17,19 +18,6 @@ SEARCH = {
     "method": "tools/call",
     "params": {"name": "search_tools", "arguments": {"query": "current time"}},
 }
-
-
-class _Slow:
-    """Delays every upstream request, so that concurrent first requests surely overlap its listing."""
-
-    def __init__(self, app: Any, seconds: float) -> None:
-        self.app = app
-        self.seconds = seconds
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            await anyio.sleep(self.seconds)
-        await self.app(scope, receive, send)
 
 
 async def _wait_for(condition: Any, seconds: float = 10.0) -> None:
@@ -42,7 +30,7 @@ async def test_concurrent_first_requests_of_a_caller_list_the_upstream_once(cata
     from toolsearch.demo.upstream import DemoUpstream
 
     upstream = DemoUpstream(catalog_tools)
-    with serve_app(_Slow(upstream.app(), 0.3)) as base, running_proxy(f"{base}/mcp") as proxy:
+    with serve_app(SlowApp(upstream.app(), 0.3)) as base, running_proxy(f"{base}/mcp") as proxy:
         async with httpx.AsyncClient(headers={"Authorization": "Bearer one"}) as http:
             responses = await asyncio.gather(*(http.post(proxy, json=SEARCH) for _ in range(20)))
     assert all(response.status_code == 200 for response in responses)

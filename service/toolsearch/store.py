@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool
 
 
@@ -87,8 +88,7 @@ class MemoryCatalogStore:
     def __init__(self, max_catalogs: int = 10_000, max_vectors: int = 200_000) -> None:
         self._records: OrderedDict[str, CatalogRecord] = OrderedDict()
         self._max_catalogs = max_catalogs
-        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._max_vectors = max_vectors
+        self._vectors = MemoryVectorCache(max_vectors)
         self._leased: set[str] = set()
 
     async def get(self, key: str) -> CatalogRecord | None:
@@ -125,20 +125,10 @@ class MemoryCatalogStore:
             self._leased.discard(key)
 
     async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        found = {}
-        for digest in digests:
-            vector = self._vectors.get((model, digest))
-            if vector is not None:
-                self._vectors.move_to_end((model, digest))
-                found[digest] = vector
-        return found
+        return self._vectors.get_many(model, digests)
 
     async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
-        for digest, vector in vectors.items():
-            self._vectors[(model, digest)] = np.asarray(vector, dtype=np.float32)
-            self._vectors.move_to_end((model, digest))
-        while len(self._vectors) > self._max_vectors:
-            self._vectors.popitem(last=False)
+        self._vectors.put_many(model, {d: np.asarray(v, dtype=np.float32) for d, v in vectors.items()})
 
     async def health(self) -> dict[str, Any]:
         return {"store": "memory", "status": "up", "catalogs": len(self._records)}

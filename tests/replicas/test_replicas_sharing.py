@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import anyio
 
@@ -21,6 +20,7 @@ from tests.replicas.conftest import (
     search,
     wait_until,
 )
+from tests.support.upstream import SlowApp
 from toolsearch.demo.serving import serve_app
 from toolsearch.demo.upstream import DemoUpstream, recorded_tools
 
@@ -39,23 +39,10 @@ async def test_a_catalog_listed_through_one_replica_is_served_by_the_others(redi
     assert all(answer == first for answer in others)
 
 
-class _Slow:
-    """Delays every upstream request, so that the replicas' first requests surely overlap one listing."""
-
-    def __init__(self, app: Any, seconds: float) -> None:
-        self.app = app
-        self.seconds = seconds
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            await anyio.sleep(self.seconds)
-        await self.app(scope, receive, send)
-
-
 async def test_concurrent_first_requests_through_every_replica_list_the_upstream_once(redis_server) -> None:
     served = DemoUpstream(recorded_tools(servers=["time"]))
     with (
-        serve_app(_Slow(served.app(), 0.5)) as base,
+        serve_app(SlowApp(served.app(), 0.5)) as base,
         running_replicas(f"{base}/mcp", redis_url=redis_server.url) as replicas,
     ):
         answers = await asyncio.gather(

@@ -20,7 +20,8 @@ from toolsearch.search.hybrid import (
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.semantic import MemoryVectorCache, SemanticIndex, catalog_words, passage
+from toolsearch.search.semantic import SemanticIndex, catalog_words, passage
+from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 
 WORDS = ["find", "files", "folder", "create", "delete", "issue", "weather", "forecast", "city", "tracker"]

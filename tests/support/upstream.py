@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import orjson
@@ -138,3 +139,17 @@ def legacy_headers(session_id: str | None = None) -> dict[str, str]:
     if session_id is not None:
         headers["mcp-session-id"] = session_id
     return headers
+
+
+class SlowApp:
+    """An ASGI app that delays every HTTP request by `seconds` before `app` answers it: makes
+    concurrent first requests surely overlap one upstream listing."""
+
+    def __init__(self, app: Any, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await anyio.sleep(self.seconds)
+        await self.app(scope, receive, send)

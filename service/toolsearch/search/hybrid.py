@@ -43,7 +43,8 @@ import numpy as np
 from toolsearch.embedding import Embedder
 from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.semantic import MemoryVectorCache, SemanticIndex, VectorCache
+from toolsearch.search.semantic import SemanticIndex
+from toolsearch.search.vectors import MemoryVectorCache, VectorCache
 from toolsearch.tool import Tool
 
 Mode = Literal["bm25", "dense", "hybrid"]

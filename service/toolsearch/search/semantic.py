@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import collections
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
 
 import numpy as np
 
 from toolsearch.embedding import Embedder
 from toolsearch.search import stopwords
 from toolsearch.search.documents import split_qualified_name, tool_fields
+from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool
 
 PASSAGE_VERSION = 1
@@ -86,44 +84,6 @@ def catalog_words(tools: Sequence[Tool]) -> list[str]:
 def model_key(embedder: Embedder) -> str:
     """Identity of a tool vector's origin: the model as used, and how passages are written."""
     return f"{embedder.fingerprint[:32]}.p{PASSAGE_VERSION}"
-
-
-class VectorCache(Protocol):
-    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        """The vectors held for these tool digests (absent ones left out)."""
-        ...
-
-    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
-
-
-class MemoryVectorCache:
-    """Tool vectors in this process, least recently used dropped past `max_vectors`."""
-
-    def __init__(self, max_vectors: int = 100_000) -> None:
-        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._max_vectors = max_vectors
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._vectors)
-
-    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        found = {}
-        with self._lock:
-            for digest in digests:
-                vector = self._vectors.get((model, digest))
-                if vector is not None:
-                    self._vectors.move_to_end((model, digest))
-                    found[digest] = vector
-        return found
-
-    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
-        with self._lock:
-            for digest, vector in vectors.items():
-                self._vectors[(model, digest)] = vector
-                self._vectors.move_to_end((model, digest))
-            while len(self._vectors) > self._max_vectors:
-                self._vectors.popitem(last=False)
 
 
 def _vectors(
