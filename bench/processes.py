@@ -8,7 +8,6 @@ Everything listens on loopback; every process is ended by its own id when the `w
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from typing import IO
 import httpx
 
 from bench.upstream_server import READY_PATH
+from toolsearch.demo.balancer import nginx_binary, nginx_command, write_round_robin_config
 from toolsearch.demo.serving import base_url, free_port, proxy_command
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -166,40 +166,6 @@ def _wait_ready(started: list[Running], timeout: float) -> None:
 
 # -- nginx ---------------------------------------------------------------------------------------
 
-_NGINX_CONF = """\
-worker_processes 1;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    client_body_temp_path {dir}/body;
-    proxy_temp_path {dir}/proxy;
-    fastcgi_temp_path {dir}/fastcgi;
-    uwsgi_temp_path {dir}/uwsgi;
-    scgi_temp_path {dir}/scgi;
-    upstream toolsearch {{
-{servers}
-        keepalive 128;
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_pass http://toolsearch;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-        }}
-    }}
-}}
-"""
-
-
-def nginx_binary() -> str | None:
-    return shutil.which("nginx") or next(
-        (path for path in ("/usr/sbin/nginx",) if os.access(path, os.X_OK)), None
-    )
-
 
 @contextmanager
 def nginx_balancer(backends: Sequence[Server]) -> Iterator[Server]:
@@ -208,15 +174,9 @@ def nginx_balancer(backends: Sequence[Server]) -> Iterator[Server]:
     if binary is None:
         raise RuntimeError("nginx is not installed (Debian package nginx)")
     with tempfile.TemporaryDirectory(prefix="bench-nginx-") as directory:
-        os.chmod(directory, 0o755)  # nginx's workers may run as another user when started as root
         port = free_port()
-        servers = "\n".join(f"        server 127.0.0.1:{backend.port};" for backend in backends)
-        config = Path(directory) / "nginx.conf"
-        config.write_text(_NGINX_CONF.format(dir=directory, servers=servers, port=port))
-        balancer = Server(
-            "nginx",
-            [binary, "-p", directory, "-c", str(config), "-e", f"{directory}/error.log", "-g", "daemon off;"],
-            port,
-        )
+        backend_ports = [backend.port for backend in backends]
+        config = write_round_robin_config(Path(directory), port, backend_ports, access_log=False)
+        balancer = Server("nginx", nginx_command(binary, Path(directory), config), port)
         with running(balancer):
             yield balancer

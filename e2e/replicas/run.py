@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 SERVICE_DIR = Path(__file__).resolve().parents[2] / "service"
 sys.path.insert(0, str(SERVICE_DIR))
 
+from toolsearch.demo.balancer import nginx_binary, nginx_command, write_round_robin_config  # noqa: E402
 from toolsearch.demo.redis_server import RedisServer  # noqa: E402
 from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process, serve_proxy_process  # noqa: E402
 from toolsearch.demo.upstream import DEMO_SERVERS, DemoUpstream, bearer_visibility, recorded_tools  # noqa: E402
@@ -47,8 +47,8 @@ QUERIES = (
 )
 
 
-def nginx_binary() -> str:
-    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/bin")
+def _nginx_binary() -> str:
+    found = nginx_binary()
     if found is None:
         raise SystemExit("nginx not found: install Debian's nginx (scripts/system-packages.sh)")
     return found
@@ -60,47 +60,8 @@ def running_nginx(backends: list[int]) -> Iterator[tuple[str, Path]]:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="toolsearch-nginx-") as directory:
         root = Path(directory)
-        servers = "\n".join(f"    server 127.0.0.1:{backend};" for backend in backends)
-        temp_paths = "\n".join(
-            f"  {kind}_temp_path {root / kind};"
-            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-        )
-        (root / "nginx.conf").write_text(
-            f"""daemon off;
-master_process off;
-pid {root / "nginx.pid"};
-error_log {root / "error.log"} warn;
-events {{ worker_connections 1024; }}
-http {{
-  log_format balanced '$upstream_addr $status';
-  access_log {root / "access.log"} balanced;
-{temp_paths}
-  upstream toolsearch {{
-{servers}
-    keepalive 32;
-  }}
-  server {{
-    listen 127.0.0.1:{port};
-    location / {{
-      proxy_pass http://toolsearch;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }}
-  }}
-}}
-"""
-        )
-        command = [
-            nginx_binary(),
-            "-p",
-            str(root),
-            "-c",
-            str(root / "nginx.conf"),
-            "-e",
-            str(root / "error.log"),
-        ]
-        with serve_process(command, url=base_url("127.0.0.1", port)):
+        config = write_round_robin_config(root, port, backends, access_log=True)
+        with serve_process(nginx_command(_nginx_binary(), root, config), url=base_url("127.0.0.1", port)):
             yield base_url("127.0.0.1", port), root / "access.log"
 
 
