@@ -5,16 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+from tests.support.upstream import INITIALIZE
 
 
 def test_upstream_401_reaches_the_client_with_its_www_authenticate(proxy_url: str, upstream) -> None:

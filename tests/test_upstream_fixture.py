@@ -19,6 +19,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tests.support.upstream import (
+    INITIALIZE,
     DemoUpstream,
     bearer_visibility,
     legacy_headers,
@@ -41,16 +42,6 @@ INSTRUCTIONS = "Recorded tools; calls get canned answers."
 TRACE = {
     "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
     "tracestate": "vendor=opaque",
-}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
 }
 
 

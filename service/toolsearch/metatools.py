@@ -19,7 +19,7 @@ from toolsearch.catalog import Catalog, CatalogService, caller_key
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.policy import ToolPolicy
 from toolsearch.telemetry import Telemetry, elapsed
-from toolsearch.tool import Tool
+from toolsearch.tool import Tool, tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
 from toolsearch.upstream import (
     CallerHeaders,
@@ -195,6 +195,8 @@ class MetaTools:
         self._search_schemas = search_schemas
         self.definitions: list[dict[str, Any]] = _definitions(max_batch_calls)
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
+        # Validators are cached by schema content; the batch tool's schema depends on the settings.
+        self._schema_keys = {name: tool_digest(schema) for name, schema in self._schemas.items()}
         self._handlers = {
             SEARCH: self._search,
             DESCRIBE: self._describe,
@@ -232,7 +234,7 @@ class MetaTools:
         if not isinstance(arguments, dict):
             return error_result(f"Arguments of {name} must be a JSON object.")
         arguments = _with_parsed_arguments(arguments)
-        problems = argument_problems(self._schemas[name], arguments)
+        problems = argument_problems(self._schemas[name], arguments, key=self._schema_keys[name])
         if problems:
             result = _schema_error(name, problems, self._schemas[name])
         else:
@@ -363,10 +365,9 @@ class MetaTools:
                 f"{name} is not marked read-only, so call_read_tool(s) refuses it. "
                 f"If you intend its effect, call it with call_write_tool."
             )
-        arguments = _as_arguments(arguments)
         if not isinstance(arguments, dict):
             return _schema_error(name, ["at /: the arguments must be a JSON object"], tool.input_schema)
-        problems = argument_problems(tool.input_schema, arguments)
+        problems = argument_problems(tool.input_schema, arguments, key=tool.digest)
         if problems:
             return _schema_error(name, problems, tool.input_schema)
         started = time.perf_counter()

@@ -7,12 +7,11 @@ used (invalid, or too hostile to evaluate) does not block the call: the upstream
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 import jsonschema
-import orjson
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
@@ -21,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 MAX_PROBLEMS = 20
 _MAX_MESSAGE = 300
+_MAX_VALIDATORS = 4096
+_validators: OrderedDict[str, Validator | None] = OrderedDict()
 
 
 def _compile(schema: Mapping[str, Any]) -> Validator | None:
@@ -33,14 +34,24 @@ def _compile(schema: Mapping[str, Any]) -> Validator | None:
     return cls(schema)
 
 
-@lru_cache(maxsize=4096)
-def _validator(schema_json: bytes) -> Validator | None:
-    return _compile(orjson.loads(schema_json))
+def _validator(key: str, schema: Mapping[str, Any]) -> Validator | None:
+    """The compiled schema, kept (least recently used dropped) under a key naming its content."""
+    if key in _validators:
+        _validators.move_to_end(key)
+        return _validators[key]
+    validator = _validators[key] = _compile(schema)
+    if len(_validators) > _MAX_VALIDATORS:
+        _validators.popitem(last=False)
+    return validator
 
 
-def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
-    """Each way `arguments` break `schema`, as `at <where>: <what>`; empty when they fit."""
-    validator = _validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any], *, key: str) -> list[str]:
+    """Each way `arguments` break `schema`, as `at <where>: <what>`; empty when they fit.
+
+    `key` names the schema's content (a tool's digest already does), so that a call costs no
+    re-serialisation of its schema to find the compiled validator.
+    """
+    validator = _validator(key, schema)
     if validator is None:
         return []
     try:

@@ -28,7 +28,11 @@ RSS_BOUND_BYTES = 1024 * 1024 * 1024
 
 TOOLS = recorded_tools(list(DEMO_SERVERS))
 NAMES = [tool["name"] for tool in TOOLS]
-CALLABLE = [tool["name"] for tool in TOOLS if not argument_problems(tool.get("inputSchema") or {}, {})]
+CALLABLE = [
+    tool["name"]
+    for tool in TOOLS
+    if not argument_problems(tool.get("inputSchema") or {}, {}, key=tool["name"])
+]
 """Tools that take no arguments: every caller calls one of its own."""
 
 

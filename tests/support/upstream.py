@@ -113,6 +113,19 @@ def response_message(response: httpx.Response) -> Any:
     return response.json()
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A legacy (2025-11-25) `initialize` request, as a client opens a handshake-era session."""
+
+
 def modern_request(
     method: str, params: Mapping[str, Any] | None = None, *, request_id: int = 1
 ) -> tuple[dict[str, Any], dict[str, str]]:
