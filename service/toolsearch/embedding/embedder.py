@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from threadpoolctl import threadpool_limits
 from tokenizers import Tokenizer
 
 from toolsearch.embedding.manifest import (
@@ -123,6 +124,10 @@ def load_model(
     `batch_tokens` bounds each model run's padded size (texts × longest text, in tokens).
     """
     directory = Path(directory)
+    # Searching with a model multiplies a query vector by every tool's: under a millisecond on one
+    # core, while BLAS threads would contend with onnxruntime's and the server's (spikes of 5-10 ms
+    # measured on two cores).
+    threadpool_limits(1, user_api="blas")
     manifest = read_manifest(directory)
     if verify:
         verify_files(directory, manifest)
@@ -148,6 +153,8 @@ def _session(path: Path, threads: int) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # Idle workers spinning for the next run would take the cores the server and other searches need.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = _ORT_ERRORS_ONLY
