@@ -20,7 +20,7 @@ from toolsearch.search.hybrid import (
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.semantic import SemanticIndex, catalog_words, passage
+from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 
@@ -131,9 +131,10 @@ def test_tool_vectors_are_embedded_once_and_shared_by_catalogs(
     first = SemanticIndex.build(tools[:3], embedder, cache)
     embedded.clear()
     second = SemanticIndex.build(tools[1:], embedder, cache)
-    assert passage(tools[3]) in embedded
-    assert not {passage(tool) for tool in tools[1:3]} & set(embedded)
+    assert {passage(tools[3]), description_passage(tools[3])} <= set(embedded)
+    assert not {text(tool) for tool in tools[1:3] for text in (passage, description_passage)} & set(embedded)
     np.testing.assert_array_equal(second.vectors[:2], first.vectors[1:3])
+    np.testing.assert_array_equal(second.description_vectors[:2], first.description_vectors[1:3])
 
 
 def test_the_vector_cache_drops_the_least_recently_used() -> None:
@@ -188,4 +189,4 @@ def test_the_builder_shares_one_vector_cache_between_catalogs(tools: list[Tool],
     build(tools[:2])
     build(tools[1:])
     words = set(catalog_words(tools[:2])) | set(catalog_words(tools[1:]))
-    assert len(cache) == len(tools) + len(words)
+    assert len(cache) == 2 * len(tools) + len(words)  # each tool's two passages, once

@@ -1,9 +1,13 @@
 """Dense retrieval: the cosine similarity of a query's embedding to each tool's.
 
-A tool's passage is what the model reads of it: its server, its name as words, its title and the
-first sentence of its description (what the tool is for). Whole descriptions average ~140 tokens
-against ~30 for this, and a BERT-sized model's time grows faster than linearly with length: they
-would make indexing a new 5,000-tool catalog take many minutes on two cores.
+The model reads each tool twice. Its passage: its server, its name as words, its title and the
+first sentence of its description (what the tool is for), ~30 tokens. Its description passage:
+the same head with the start of the whole description (`_MAX_DESCRIPTION_CHARS`, ~140 tokens),
+where the details are that tell near-twins apart. A tool's similarity to a query blends the two
+cosines (`DESCRIPTION_SHARE` of the second): measured on the dev set (recall@5 / MRR@10), the
+passage alone 0.633 / 0.492, blended 0.641 / 0.506, the description passage alone 0.629 / 0.500.
+The longer texts make indexing a catalog not seen before about three times slower; each tool is
+embedded once per model, whatever number of catalogs holds it.
 
 The index also holds the catalog's words (those in at least two of its tools' texts) as vectors:
 the words nearest to a query's embedding are the catalog's own words for what the query asks, in
@@ -30,10 +34,14 @@ from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool
 
 PASSAGE_VERSION = 1
-"""Part of every cached vector's key: change it whenever `passage` changes what it writes."""
+"""Part of every cached vector's key: change it whenever `passage` or `description_passage` changes
+what it writes."""
+DESCRIPTION_SHARE = 0.3
+"""The description passage's share of a tool's similarity to a query (tuned on half the dev set)."""
 EMBEDDING_BATCH = 256
 """Tools embedded per model call; each batch goes into the cache as soon as it is done."""
 _MAX_PASSAGE_CHARS = 600
+_MAX_DESCRIPTION_CHARS = 700
 _WORD_SEPARATORS = re.compile(r"[_\-.]+")
 _MIN_WORD_TOOLS = 2
 """A word in fewer of a catalog's tools is too rare to be what a request is about."""
@@ -46,13 +54,25 @@ _ENGLISH_STOPWORDS = frozenset(stopwords.ENGLISH.split())
 
 
 def passage(tool: Tool) -> str:
-    """What the model reads of `tool`: `server: tool name as words. Title. First sentence.`"""
+    """What the model reads of `tool` first: `server: tool name as words. Title. First sentence.`"""
     fields = tool_fields(tool)
+    return _joined(_head(tool), fields["title"], fields["summary"])[:_MAX_PASSAGE_CHARS]
+
+
+def description_passage(tool: Tool) -> str:
+    """What the model reads of `tool` second: `server: tool name as words. Title. Description.`"""
+    fields = tool_fields(tool)
+    return _joined(_head(tool), fields["title"], fields["description"][:_MAX_DESCRIPTION_CHARS])
+
+
+def _head(tool: Tool) -> str:
     server, bare = split_qualified_name(tool.name)
     words = _WORD_SEPARATORS.sub(" ", bare).strip()
-    head = f"{server}: {words}" if server else words
-    parts = [head, fields["title"], fields["summary"]]
-    return ". ".join(part.strip() for part in parts if part.strip())[:_MAX_PASSAGE_CHARS]
+    return f"{server}: {words}" if server else words
+
+
+def _joined(*parts: str) -> str:
+    return ". ".join(part.strip() for part in parts if part.strip())
 
 
 def _words(tool: Tool) -> Iterator[str]:
@@ -111,9 +131,17 @@ def _matrix(rows: Sequence[np.ndarray], dimensions: int) -> np.ndarray:
 class SemanticIndex:
     """One catalog's tool and word vectors; immutable and safe to share between threads."""
 
-    def __init__(self, vectors: np.ndarray, words: Sequence[str], word_vectors: np.ndarray) -> None:
+    def __init__(
+        self,
+        vectors: np.ndarray,
+        description_vectors: np.ndarray,
+        words: Sequence[str],
+        word_vectors: np.ndarray,
+    ) -> None:
         self.vectors = vectors
-        """One L2-normalised float32 row per tool, in catalog order."""
+        """One L2-normalised float32 row per tool, in catalog order: its `passage`."""
+        self.description_vectors = description_vectors
+        """The same for each tool's `description_passage`."""
         self.words = tuple(words)
         self.word_vectors = word_vectors
         """One row per word of `words`."""
@@ -123,12 +151,19 @@ class SemanticIndex:
         """The vectors of `tools` and of their words: from `cache` where it has them, else
         embedded in batches (and added to it)."""
         key, dimensions = model_key(embedder), embedder.dimensions
-        tool_texts = {tool.digest: passage(tool) for tool in {tool.digest: tool for tool in tools}.values()}
-        known = _vectors(embedder, cache, key, tool_texts)
+        distinct = {tool.digest: tool for tool in tools}.values()
+        known = _vectors(embedder, cache, key, {tool.digest: passage(tool) for tool in distinct})
+        described = _vectors(
+            embedder,
+            cache,
+            f"{key}.descriptions",
+            {tool.digest: description_passage(tool) for tool in distinct},
+        )
         words = catalog_words(tools)
         word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in words})
         return cls(
             _matrix([known[tool.digest] for tool in tools], dimensions),
+            _matrix([described[tool.digest] for tool in tools], dimensions),
             words,
             _matrix([word_vectors[word] for word in words], dimensions),
         )
@@ -137,8 +172,15 @@ class SemanticIndex:
         return len(self.vectors)
 
     def similarities(self, query_vector: np.ndarray) -> np.ndarray:
-        """Cosine similarity of every tool to the (normalised) query vector."""
+        """Cosine similarity of every tool's passage to the (normalised) query vector."""
         return self.vectors @ query_vector
+
+    def blended_similarities(self, query_vector: np.ndarray, cosines: np.ndarray) -> np.ndarray:
+        """Every tool's similarity to the query vector by both its passages (`cosines` are those of
+        `similarities`)."""
+        return (1.0 - DESCRIPTION_SHARE) * cosines + DESCRIPTION_SHARE * (
+            self.description_vectors @ query_vector
+        )
 
     def nearest_words(self, query_vector: np.ndarray, count: int) -> list[str]:
         """The `count` catalog words most similar to the query vector, best first."""
