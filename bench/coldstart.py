@@ -1,6 +1,6 @@
 """Cold start: from a new caller's first request to its answer, at 1,500 and 5,000 tools.
 
-    python -m bench.coldstart [--quick] [--model-dir DIR]
+    python -m bench.coldstart [--quick] [--model-dir DIR[,DIR...]]...
 
 The first request is a `search_tools` call (raw POST, new connection) with a token toolsearch has
 never seen, so the answer waits for the upstream listing, and for whatever else is not cached:
@@ -12,8 +12,11 @@ never seen, so the answer waits for the upstream listing, and for whatever else 
 - known catalog: a new caller whose catalog equals an earlier caller's (listing only: the index is
   shared).
 
-For reference, the upstream listing alone (a raw `tools/list` to the upstream), and the peer's
-first search after it starts (it builds its index then; full runs only, its start is slow).
+Each case is measured for bm25 and for every hybrid profile (each --model-dir); a quick run
+measures the first profile only, since a fresh hybrid process embeds the whole catalog (minutes
+on two cores, more with companions). For reference, the upstream listing alone (a raw `tools/list`
+to the upstream), and the peer's first search after it starts (it builds its index then; full
+runs only, its start is slow).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 from typing import Any
 
 from bench.clients import PEER, TOOLSEARCH, RawClient, list_request
-from bench.options import Options
+from bench.options import HybridProfile, Options, profiles_note
 from bench.peer import peer_server
 from bench.processes import Server, running, toolsearch_server, upstream_server
 from bench.report import Section, Table
@@ -41,15 +44,13 @@ def _first_search(url: str, token: str, dialect: Any = TOOLSEARCH) -> float:
 
 
 def _process_cases(
-    options: Options, upstream: Server, processes: int, samples: int, model: bool
+    options: Options, upstream: Server, processes: int, samples: int, model_dir: str | None
 ) -> dict[str, list[float]]:
     """First-request times of the three cases: the first caller of each of `processes` new processes,
     then in the last one `samples` new callers of a known catalog and `samples` of new catalogs."""
     cases: dict[str, list[float]] = {"fresh process": []}
     for number in range(processes):
-        server = toolsearch_server(
-            upstream, service_dir=options.service_dir, model_dir=options.model_dir if model else None
-        )
+        server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
         with running(server):
             cases["fresh process"].append(_first_search(server.mcp_url, f"bench-fresh-{number}"))
             if number == processes - 1:
@@ -69,19 +70,18 @@ def _listing(upstream: Server, samples: int) -> list[float]:
 
 def run(options: Options) -> Section:
     fresh_samples, warm_samples = options.pick((1, 3), (5, 10))
-    modes = [("bm25", False)]
-    if options.hybrid_unavailable is None:
-        modes.append(("hybrid", True))
+    profiles, skipped = _profiles(options)
+    modes = [("bm25", None), *((profile.label, profile.model_dir) for profile in profiles)]
     figures: dict[str, dict[str, Any]] = {}
     for size in SIZES:
         print(f"bench: coldstart: {size:,} tools", file=sys.stderr, flush=True)
         upstream = upstream_server(size)
         with running(upstream):
             measured = {"upstream tools/list alone": _listing(upstream, warm_samples)}
-            for mode, model in modes:
+            for mode, model_dir in modes:
                 # A fresh hybrid process embeds the whole catalog: minutes on two cores.
-                processes = min(fresh_samples, HYBRID_FRESH_PROCESSES) if model else fresh_samples
-                cases = _process_cases(options, upstream, processes, warm_samples, model)
+                processes = min(fresh_samples, HYBRID_FRESH_PROCESSES) if model_dir else fresh_samples
+                cases = _process_cases(options, upstream, processes, warm_samples, model_dir)
                 measured.update({f"{mode}: {case}": times for case, times in cases.items()})
             if not options.quick:
                 peer = peer_server(size)
@@ -92,15 +92,14 @@ def run(options: Options) -> Section:
         [case, *(figures[str(size)].get(case, {}).get(key) for size in SIZES for key in ("n", "p50", "p99"))]
         for case in dict.fromkeys(case for by_case in figures.values() for case in by_case)
     ]
-    if options.hybrid_unavailable is not None:
-        rows.append([f"hybrid (embeddings cached and not): {options.hybrid_unavailable}", *([None] * 6)])
+    rows += [[f"{label} (all cases): {reason}", *([None] * 6)] for label, reason in options.hybrid_gaps]
     columns = [
         "first request",
         *(f"{size:,} tools {key}" for size in SIZES for key in ("n", "p50 ms", "p99 ms")),
     ]
     return Section(
         name="coldstart",
-        data={"query": QUERY, "figures": figures, "hybrid": options.hybrid_unavailable or "measured"},
+        data={"query": QUERY, "figures": figures, "hybrid": _hybrid_status(options, profiles, skipped)},
         tables=[
             Table(
                 "A new caller's first search, from request to answer",
@@ -111,10 +110,37 @@ def run(options: Options) -> Section:
                     "'fresh process': toolsearch just started; 'new catalog, known tools': the caller's "
                     "catalog differs from all earlier ones (a new index); 'known catalog': equal to an "
                     "earlier caller's (the index is shared).",
+                    *_profile_notes(profiles, skipped),
                     *(["The peer's first search is measured in full runs only."] if options.quick else []),
                 ],
             )
         ],
+    )
+
+
+def _profiles(options: Options) -> tuple[list[HybridProfile], list[HybridProfile]]:
+    """The hybrid profiles to measure and those a quick run leaves out (all but the first)."""
+    measured = list(options.measured_profiles)
+    return (measured[:1], measured[1:]) if options.quick else (measured, [])
+
+
+def _profile_notes(profiles: list[HybridProfile], skipped: list[HybridProfile]) -> list[str]:
+    notes = profiles_note([*profiles, *skipped])
+    if skipped:
+        notes.append(
+            f"Quick run: hybrid measured for the first profile only; {', '.join(p.label for p in skipped)} "
+            "in full runs (each fresh hybrid process embeds the whole catalog)."
+        )
+    return notes
+
+
+def _hybrid_status(
+    options: Options, profiles: list[HybridProfile], skipped: list[HybridProfile]
+) -> dict[str, str]:
+    return (
+        dict(options.hybrid_gaps)
+        | {profile.label: "measured" for profile in profiles}
+        | {profile.label: "not measured in a quick run" for profile in skipped}
     )
 
 

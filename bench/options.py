@@ -1,10 +1,11 @@
-"""What a benchmark run is asked to do: quick or full, which toolsearch sources, which model."""
+"""What a benchmark run is asked to do: quick or full, which toolsearch sources, which hybrid profiles."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
@@ -13,12 +14,49 @@ from typing import Any
 from bench.processes import SERVICE_DIR
 from bench.report import RESULTS_DIR
 
+NO_MODEL = "not available: no --model-dir given"
+
+
+def profile_directories(model_dir: str) -> list[Path]:
+    """The model directories of one `--model-dir` value (comma-separated, the primary model first)."""
+    return [Path(part.strip()) for part in model_dir.split(",") if part.strip()]
+
+
+def profile_label(model_dir: str) -> str:
+    """`hybrid (e5+use)` for `models/e5,models/use`: the directories' last components."""
+    return f"hybrid ({'+'.join(directory.name for directory in profile_directories(model_dir))})"
+
+
+@dataclass(frozen=True)
+class HybridProfile:
+    """One hybrid profile: the `--model-dir` value `toolsearch serve` gets, unchanged."""
+
+    model_dir: str
+    unavailable: str | None
+    """Why this profile cannot be measured in this run, or None when it can."""
+
+    @property
+    def label(self) -> str:
+        return profile_label(self.model_dir)
+
+    @property
+    def target(self) -> str:
+        return f"toolsearch {self.label}"
+
+
+def profiles_note(profiles: Sequence[HybridProfile]) -> list[str]:
+    """A table note saying which models each profile runs (none when there is no profile)."""
+    if not profiles:
+        return []
+    listed = "; ".join(f"{profile.label} = `{profile.model_dir}`" for profile in profiles)
+    return [f"Hybrid profiles (toolsearch serve --model-dir, primary model first): {listed}."]
+
 
 @dataclass(frozen=True)
 class Options:
     quick: bool = False
-    model_dir: Path | None = None
-    """Embedding model directory for toolsearch's hybrid mode (`toolsearch serve --model-dir`)."""
+    model_dirs: tuple[str, ...] = ()
+    """One `toolsearch serve --model-dir` value per hybrid profile (each may list several models)."""
     service_dir: Path = SERVICE_DIR
     """The toolsearch sources to run (a patched copy measures a fix before it lands)."""
     results_dir: Path = RESULTS_DIR
@@ -27,12 +65,33 @@ class Options:
         return quick if self.quick else full
 
     @cached_property
-    def hybrid_unavailable(self) -> str | None:
-        """Why toolsearch's hybrid mode cannot be measured in this run, or None when it can."""
-        if self.model_dir is None:
-            return "not available: no --model-dir given"
-        if not (self.model_dir / "model.onnx").exists():
-            return f"not available: {self.model_dir} holds no model.onnx"
+    def hybrid_profiles(self) -> tuple[HybridProfile, ...]:
+        """Every profile asked for, in the order given, each with its availability."""
+        return tuple(HybridProfile(value, self._unavailable(value)) for value in self.model_dirs)
+
+    @property
+    def measured_profiles(self) -> tuple[HybridProfile, ...]:
+        return tuple(profile for profile in self.hybrid_profiles if profile.unavailable is None)
+
+    @property
+    def hybrid_gaps(self) -> list[tuple[str, str]]:
+        """The hybrid rows this run cannot measure, as (label, reason): every unavailable profile, or a
+        plain `hybrid` when no --model-dir was given."""
+        if not self.model_dirs:
+            return [("hybrid", NO_MODEL)]
+        return [(p.label, p.unavailable) for p in self.hybrid_profiles if p.unavailable is not None]
+
+    def _unavailable(self, model_dir: str) -> str | None:
+        directories = profile_directories(model_dir)
+        if not directories:
+            return f"not available: --model-dir {model_dir!r} names no directory"
+        missing = [str(directory) for directory in directories if not (directory / "model.onnx").exists()]
+        if missing:
+            return f"not available: no model.onnx in {', '.join(missing)}"
+        return self._serve_unavailable
+
+    @cached_property
+    def _serve_unavailable(self) -> str | None:
         env = {**os.environ, "PYTHONPATH": str(self.service_dir)}
         usage = subprocess.run(
             [sys.executable, "-m", "toolsearch", "serve", "--help"], capture_output=True, text=True, env=env

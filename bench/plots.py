@@ -46,7 +46,7 @@ def _path(results_dir: Path, name: str) -> Path:
 def _latency_by_size(
     by_size: dict[str, dict[str, dict[str, float]]], results_dir: Path, caption: str
 ) -> Path:
-    figure, axes = plt.subplots(figsize=(7, 4.5))
+    figure, axes = plt.subplots(figsize=(9, 4.5))
     for name, sizes in by_size.items():
         points = sorted((int(size), figures) for size, figures in sizes.items() if figures.get("n"))
         xs = [size for size, _ in points]
@@ -63,7 +63,8 @@ def _latency_by_size(
     _plain_ticks(axes, [int(size) for sizes in by_size.values() for size in sizes])
     axes.set_title("Warm search latency through HTTP versus catalog size", fontsize=11)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
+    # Beside the axes: with several hybrid profiles the legend would cover the lines.
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     figure.text(0.01, 0.01, caption, fontsize=7, alpha=0.7)
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     path = _path(results_dir, "latency-vs-catalog-size")

@@ -90,11 +90,12 @@ def toolsearch_server(
     upstream: Server,
     *,
     service_dir: Path = SERVICE_DIR,
-    model_dir: Path | None = None,
+    model_dir: str | None = None,
     name: str = "toolsearch",
     flags: Sequence[str] = (),
 ) -> Server:
-    """`toolsearch serve` in front of `upstream`, from the sources in `service_dir`."""
+    """`toolsearch serve` in front of `upstream`, from the sources in `service_dir`; `model_dir` is
+    passed unchanged to `--model-dir` (comma-separated directories: the primary model, then companions)."""
     port = free_port()
     command = proxy_command(upstream.mcp_url, port, "--log-level=warning", *flags)
     if model_dir is not None:

@@ -114,13 +114,9 @@ def markdown(document: dict[str, Any]) -> str:
         f"{info['os']}; commit {info['commit']}{changes}.",
         "",
     ]
-    floors = [floor for section in document["sections"].values() for floor in section["floors"]]
+    floors = [Floor(**floor) for section in document["sections"].values() for floor in section["floors"]]
     if floors:
-        rows = [
-            [f["floor"], f["measured"], {True: "met", False: "NOT met", None: "not measured"}[f["met"]]]
-            for f in floors
-        ]
-        lines += render_table(Table("Floors of issue 6", ["floor", "measured", "verdict"], rows))
+        lines += render_table(floors_table(floors))
     for name, section in document["sections"].items():
         settings = section["settings"]
         mode = "quick" if settings.get("quick") else "full"
@@ -134,6 +130,12 @@ def markdown(document: dict[str, Any]) -> str:
         for table in section["tables"]:
             lines += render_table(Table(**table))
     return "\n".join(lines)
+
+
+def floors_table(floors: list[Floor]) -> Table:
+    verdicts = {True: "met", False: "NOT met", None: "not measured"}
+    rows = [[floor.floor, floor.measured, verdicts[floor.met]] for floor in floors]
+    return Table("Floors of issue 6", ["floor", "measured", "verdict"], rows)
 
 
 def render_table(table: Table) -> list[str]:
@@ -157,5 +159,5 @@ def _cell(value: Any) -> str:
 
 def print_section(section: Section) -> None:
     print(f"\n## {section.name} ({section.seconds:.0f} s)\n")
-    for table in section.tables:
+    for table in [*section.tables, *([floors_table(section.floors)] if section.floors else [])]:
         print("\n".join(render_table(table)))

@@ -167,7 +167,13 @@ def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         required=True,
         help='JSON lines {"query", "lang", "gold": [qualified tool names]}; gold [] for unservable requests',
     )
-    parser.add_argument("--model-dir", type=Path, default=None, help="embedding model directory")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="embedding model directory; repeat it to add companion models (as `serve --model-dir`)",
+    )
     parser.add_argument(
         "--mode",
         choices=("bm25", "dense", "hybrid"),
@@ -183,28 +189,29 @@ def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_file, recorded_catalog_path
     from toolsearch.embedding import ModelError, load_model
-    from toolsearch.search.hybrid import build_index
+    from toolsearch.search.hybrid import QueryVectors, build_index
     from toolsearch.tool import ToolInterner
 
     mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
-    if mode != "bm25" and args.model_dir is None:
+    if mode != "bm25" and not args.model_dir:
         print(f"toolsearch eval: error: --mode {mode} needs --model-dir", file=sys.stderr)
         return 2
     try:
         queries = load_queries(args.queries)
         definitions = load_catalog_file(args.catalog or recorded_catalog_path())
-        embedder = load_model(args.model_dir, threads=args.threads) if mode != "bm25" else None
+        models = [load_model(path, threads=args.threads) for path in args.model_dir] if mode != "bm25" else []
     except (QueryFileError, CatalogFileError, ModelError) as error:
         print(f"toolsearch eval: error: {error}", file=sys.stderr)
         return 2
     interner = ToolInterner()
     tools = [interner.intern(definition) for definition in definitions]
     started = time.perf_counter()
-    index = build_index(tools, embedder, mode=mode)
+    embedder, companions = (models[0], models[1:]) if models else (None, [])
+    index = build_index(tools, embedder, mode=mode, companions=[QueryVectors(model) for model in companions])
     built = time.perf_counter() - started
     report = summarize(run_queries(index.search, [tool.name for tool in tools], queries))
     report["index_seconds"] = built
-    model = f", {embedder.name}" if embedder else ""
+    model = "".join(f", {model.name}" for model in models)
     print(format_report(report, f"{mode}{model}: {len(queries)} queries over {len(tools)} tools"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

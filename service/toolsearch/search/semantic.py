@@ -147,9 +147,11 @@ class SemanticIndex:
         """One row per word of `words`."""
 
     @classmethod
-    def build(cls, tools: Sequence[Tool], embedder: Embedder, cache: VectorCache) -> SemanticIndex:
-        """The vectors of `tools` and of their words: from `cache` where it has them, else
-        embedded in batches (and added to it)."""
+    def build(
+        cls, tools: Sequence[Tool], embedder: Embedder, cache: VectorCache, *, words: bool = True
+    ) -> SemanticIndex:
+        """The vectors of `tools` and (unless `words` is off) of their words: from `cache` where it
+        has them, else embedded in batches (and added to it)."""
         key, dimensions = model_key(embedder), embedder.dimensions
         distinct = {tool.digest: tool for tool in tools}.values()
         known = _vectors(embedder, cache, key, {tool.digest: passage(tool) for tool in distinct})
@@ -159,13 +161,13 @@ class SemanticIndex:
             f"{key}.descriptions",
             {tool.digest: description_passage(tool) for tool in distinct},
         )
-        words = catalog_words(tools)
-        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in words})
+        vocabulary = catalog_words(tools) if words else []
+        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in vocabulary})
         return cls(
             _matrix([known[tool.digest] for tool in tools], dimensions),
             _matrix([described[tool.digest] for tool in tools], dimensions),
-            words,
-            _matrix([word_vectors[word] for word in words], dimensions),
+            vocabulary,
+            _matrix([word_vectors[word] for word in vocabulary], dimensions),
         )
 
     def __len__(self) -> int:

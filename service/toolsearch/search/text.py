@@ -185,6 +185,14 @@ def _forms(text: str) -> tuple[list[str], list[int], list[str]]:
     return forms, part_counts, grams
 
 
+def language_of(text: str) -> str:
+    """The ISO 639-1 code of the language `text` is guessed to be in: one of those the analyzer
+    stems (en, lt, de, es, fr), English when nothing points elsewhere (CJK included)."""
+    forms = _forms(text)[0]
+    folded = "\n".join(forms).translate(_FOLD).split("\n") if forms else []
+    return _guess_language(forms, folded).code
+
+
 def _stems(forms: list[str]) -> tuple[list[str], list[str] | None, list[bool]]:
     """Each form's English stem, its guessed language's stem (None for English), and whether it
     is a content word (not a stopword, not a single letter)."""
