@@ -116,17 +116,23 @@ def _semantic(tools: list[Tool], embedder: Embedder) -> tuple[SemanticIndex, Que
     return SemanticIndex.build(tools, embedder, MemoryVectorCache()), QueryVectors(embedder)
 
 
-def test_tool_vectors_are_embedded_once_and_shared_by_catalogs(
-    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _recorded(embedder: Embedder, method: str, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts `embedder.<method>` is given from now on, in order."""
     embedded: list[str] = []
-    original = embedder.embed_passages
+    original = getattr(embedder, method)
 
-    def counting(texts: list[str]) -> np.ndarray:
+    def recording(texts: list[str]) -> np.ndarray:
         embedded.extend(texts)
         return original(texts)
 
-    monkeypatch.setattr(embedder, "embed_passages", counting)
+    monkeypatch.setattr(embedder, method, recording)
+    return embedded
+
+
+def test_tool_vectors_are_embedded_once_and_shared_by_catalogs(
+    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded = _recorded(embedder, "embed_passages", monkeypatch)
     cache = MemoryVectorCache()
     first = SemanticIndex.build(tools[:3], embedder, cache)
     embedded.clear()
@@ -199,22 +205,10 @@ def english_companion(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return load_model(directory)
 
 
-def _counting_queries(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    embedded: list[str] = []
-    original = embedder.embed_queries
-
-    def counting(texts: list[str]) -> np.ndarray:
-        embedded.extend(texts)
-        return original(texts)
-
-    monkeypatch.setattr(embedder, "embed_queries", counting)
-    return embedded
-
-
 def test_a_companion_model_ranks_an_english_query_too(
     tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedded = _counting_queries(english_companion, monkeypatch)
+    embedded = _recorded(english_companion, "embed_queries", monkeypatch)
     index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
     assert _names(index, tools, "delete an issue in the tracker")[0] == "tracker_delete_issue"
     assert embedded == ["delete an issue in the tracker"]
@@ -223,7 +217,7 @@ def test_a_companion_model_ranks_an_english_query_too(
 def test_a_companion_model_sits_out_a_query_in_a_language_it_does_not_know(
     tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedded = _counting_queries(english_companion, monkeypatch)
+    embedded = _recorded(english_companion, "embed_queries", monkeypatch)
     index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
     index.search("ištrink užduotį iš sekimo sistemos", 4)
     assert embedded == []
