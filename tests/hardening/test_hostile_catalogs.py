@@ -99,6 +99,48 @@ def test_a_ref_loop_does_not_stop_search_describe_or_calls(schema: dict[str, Any
     assert not result.get("isError"), text_of(result)
 
 
+# Exponential in Python's `re` on a string of a's that ends otherwise: decades for 5,000 of them.
+CATASTROPHIC = "^(a+)+$"
+
+
+def test_a_catastrophic_pattern_does_not_stall_a_call_and_the_upstream_judges() -> None:
+    greedy = tool("greedy_tool", "Greedy.", properties={"word": {"type": "string", "pattern": CATASTROPHIC}})
+    with serving([CLOCK, greedy]) as (proxy, upstream):
+        result = call_tool(
+            proxy, "call_write_tool", {"name": "greedy_tool", "arguments": {"word": "a" * 5000 + "!"}}
+        )
+    assert text_of(result) == "called greedy_tool"
+    assert upstream.received["tools/call"] == 1
+
+
+def test_a_catastrophic_property_pattern_does_not_stall_a_call() -> None:
+    greedy = tool("greedy_tool", "Greedy.")
+    greedy["inputSchema"]["patternProperties"] = {CATASTROPHIC: {"type": "integer"}}
+    greedy["inputSchema"]["additionalProperties"] = False
+    with serving([CLOCK, greedy]) as (proxy, _):
+        result = call_tool(
+            proxy, "call_write_tool", {"name": "greedy_tool", "arguments": {"a" * 5000 + "!": 1}}
+        )
+    assert text_of(result) == "called greedy_tool"
+
+
+def test_a_pattern_still_refuses_a_value_it_does_not_match() -> None:
+    strict = tool("strict_tool", "Strict.", properties={"slug": {"type": "string", "pattern": "^[a-z-]+$"}})
+    strict["inputSchema"]["patternProperties"] = {"^x-": {"type": "integer"}}
+    with serving([CLOCK, strict]) as (proxy, upstream):
+        result = call_tool(
+            proxy, "call_write_tool", {"name": "strict_tool", "arguments": {"slug": "Not A Slug"}}
+        )
+        typed = call_tool(
+            proxy, "call_write_tool", {"name": "strict_tool", "arguments": {"x-count": "three"}}
+        )
+    assert result["isError"]
+    assert "at /slug: 'Not A Slug' does not match '^[a-z-]+$'" in text_of(result)
+    assert typed["isError"]
+    assert "at /x-count" in text_of(typed)
+    assert upstream.received["tools/call"] == 0
+
+
 def test_a_100000_value_enum_is_cut_in_answers_and_the_cut_is_said() -> None:
     values = [f"colour-{i}" for i in range(100_000)]
     huge = tool("paint_wall", "Paint a wall.", properties={"colour": {"type": "string", "enum": values}})
