@@ -1,8 +1,10 @@
 """Search speed by catalog size: query latency of bm25, dense and hybrid, and index build time.
 
-    python -m bench.search [--model-dir DIR ...] [--sizes 500,1500,5000] [--queries N] [--threads N]
+    python -m bench.search [--model-dir DIR[,COMPANION...] ...] [--sizes 500,1500,5000] [--queries N]
+                           [--threads N]
 
-For each model (and once for bm25 alone) and each size, the first `size` tools of the recorded
+Each --model-dir is one profile, as `serve --model-dir` takes it: a model, then its companions.
+For each profile (and once for bm25 alone) and each size, the first `size` tools of the recorded
 catalog are indexed twice: cold (every tool and catalog word embedded, as for a catalog no caller
 had before) and warm (the vectors cached, as for a new catalog of known tools: only the arrays
 are assembled). Then every dev query is searched once untimed, to fill the query-vector cache
@@ -24,7 +26,7 @@ from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.embedding import Embedder, load_model
-from toolsearch.search.hybrid import HybridIndex, QueryVectors
+from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
@@ -54,19 +56,32 @@ def _bm25_row(tools: Sequence[Tool], queries: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _model_row(tools: Sequence[Tool], queries: Sequence[str], embedder: Embedder) -> dict[str, Any]:
+def _model_row(
+    tools: Sequence[Tool], queries: Sequence[str], embedders: Sequence[Embedder]
+) -> dict[str, Any]:
     cache = MemoryVectorCache()
+    embedder, *companions = embedders
 
-    def build() -> tuple[LexicalIndex, SemanticIndex]:
-        return LexicalIndex.build(tools), SemanticIndex.build(tools, embedder, cache)
+    def build() -> tuple[LexicalIndex, SemanticIndex, list[SemanticIndex]]:
+        return (
+            LexicalIndex.build(tools),
+            SemanticIndex.build(tools, embedder, cache),
+            [SemanticIndex.build(tools, companion, cache, words=False) for companion in companions],
+        )
 
     cold_indexes, cold_ms = _timed(build)
-    (lexical, semantic), warm_ms = _timed(build)
+    (lexical, semantic, companion_indexes), warm_ms = _timed(build)
     del cold_indexes
     search_ms: dict[str, Any] = {}
     for mode in ("dense", "hybrid"):
         vectors = QueryVectors(embedder)
-        index = HybridIndex(lexical, semantic, vectors, mode=mode)
+        joined = [
+            Companion(index, QueryVectors(companion))
+            for index, companion in zip(companion_indexes, companions, strict=True)
+        ]
+        index = HybridIndex(
+            lexical, semantic, vectors, mode=mode, companions=joined if mode == "hybrid" else ()
+        )
         first_seen = _latencies(index.search, queries)
         search_ms[mode] = latency(first_seen)
         search_ms[f"{mode} (query cached)"] = latency(_latencies(index.search, queries))
@@ -77,16 +92,16 @@ def _model_row(tools: Sequence[Tool], queries: Sequence[str], embedder: Embedder
 
 
 def _print(results: dict[str, Any]) -> None:
-    print(f"\n{'model':<28}{'tools':>6}  {'mode':<24}{'p50 ms':>9}{'p99 ms':>9}")
+    print(f"\n{'model':<60}{'tools':>6}  {'mode':<24}{'p50 ms':>9}{'p99 ms':>9}")
     for model, by_size in results["models"].items():
         for size, row in by_size.items():
             for mode, figures in row["search_ms"].items():
-                print(f"{model:<28}{size:>6}  {mode:<24}{figures['p50']:>9.2f}{figures['p99']:>9.2f}")
-    print(f"\n{'model':<28}{'tools':>6}{'index cold s':>14}{'index cached s':>16}")
+                print(f"{model:<60}{size:>6}  {mode:<24}{figures['p50']:>9.2f}{figures['p99']:>9.2f}")
+    print(f"\n{'model':<60}{'tools':>6}{'index cold s':>14}{'index cached s':>16}")
     for model, by_size in results["models"].items():
         for size, row in by_size.items():
             index = row["index_ms"]
-            print(f"{model:<28}{size:>6}{index['cold'] / 1000:>14.2f}{index['cached'] / 1000:>16.3f}")
+            print(f"{model:<60}{size:>6}{index['cold'] / 1000:>14.2f}{index['cached'] / 1000:>16.3f}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,7 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--model-dir", type=Path, action="append", default=[], help="a model (repeatable)")
+    parser.add_argument(
+        "--model-dir",
+        action="append",
+        default=[],
+        help="a profile: model directories, comma-separated (repeatable)",
+    )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="catalog sizes, comma-separated")
     parser.add_argument("--queries", type=int, default=0, help="use only the first N dev queries")
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (default: 1)")
@@ -109,13 +129,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = queries[: args.queries] if args.queries else queries
     results: dict[str, Any] = {"machine": machine(), "queries": len(queries), "models": {}}
     results["models"]["bm25"] = {size: _bm25_row(all_tools[:size], queries) for size in sizes}
-    for directory in args.model_dir:
-        embedder = load_model(directory, threads=args.threads)
+    for profile in args.model_dir:
+        embedders = [load_model(Path(part), threads=args.threads) for part in profile.split(",") if part]
+        name = " + ".join(embedder.name for embedder in embedders)
         rows = {}
         for size in sizes:
-            rows[size] = _model_row(all_tools[:size], queries, embedder)
-            print(f"{embedder.name}: {size} tools done", flush=True)
-        results["models"][embedder.name] = rows
+            rows[size] = _model_row(all_tools[:size], queries, embedders)
+            print(f"{name}: {size} tools done", flush=True)
+        results["models"][name] = rows
     _print(results)
     out = args.out or RESULTS_DIR / f"search-{dt.date.today().isoformat()}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
