@@ -120,7 +120,7 @@ def _index_builder(settings: Settings, store: CatalogStore) -> IndexBuilder:
 
     # With Redis, tool vectors are shared by the replicas; in process, the index keeps its own cache.
     cache = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
-    return index_builder(embedder, cache, companions)
+    return index_builder(embedder, cache, companions, wait_seconds=settings.embedding_wait)
 
 
 def _identifier(settings: Settings) -> Identifier:

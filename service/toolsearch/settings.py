@@ -134,6 +134,14 @@ class Settings(BaseSettings):
         description="onnxruntime intra-op threads per embedding (1 lets concurrent searches use separate "
         "cores).",
     )
+    embedding_wait: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        description="Seconds a new catalog's first search waits for its tools to be embedded; past that it "
+        "is answered by BM25 while embedding goes on in the background (a catalog of known tools is ready "
+        "well within a second). A large value always waits for hybrid search.",
+    )
     catalog_identity: Literal["token", "jwt"] = Field(
         "token",
         description="What a catalog is cached under: the token's SHA-256 (never kept past the token's exp), "

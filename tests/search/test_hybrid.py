@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from tests.embedding.tiny_models import write_model
 from toolsearch.embedding import Embedder, load_model
+from toolsearch.search import SearchIndex
 from toolsearch.search.hybrid import (
     AbstentionThreshold,
     HybridIndex,
@@ -20,6 +23,7 @@ from toolsearch.search.hybrid import (
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.progressive import ProgressiveIndex
 from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
@@ -64,7 +68,7 @@ def _hybrid(tools: list[Tool], embedder: Embedder, **options: object) -> HybridI
     return index
 
 
-def _names(index: HybridIndex, tools: list[Tool], query: str) -> list[str]:
+def _names(index: SearchIndex, tools: list[Tool], query: str) -> list[str]:
     return [tools[hit.position].name for hit in index.search(query, 4)]
 
 
@@ -229,7 +233,52 @@ def test_companion_vectors_are_cached_apart_and_without_words(
     cache = MemoryVectorCache()
     build = index_builder(embedder, cache, [english_companion])
     index = build(tools)
-    assert isinstance(index, HybridIndex)
-    (companion,) = index.companions
+    assert isinstance(index, ProgressiveIndex)
+    assert index.upgraded.wait(30)
+    assert isinstance(index.current, HybridIndex)
+    (companion,) = index.current.companions
     assert companion.semantic.words == ()
     assert len(cache) == 2 * len(tools) + len(catalog_words(tools)) + 2 * len(tools)
+
+
+def test_a_catalog_within_the_wait_is_hybrid_from_its_first_search(
+    tools: list[Tool], embedder: Embedder
+) -> None:
+    index = index_builder(embedder, wait_seconds=30)(tools)
+    assert isinstance(index, ProgressiveIndex)
+    assert isinstance(index.current, HybridIndex)
+
+
+def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
+    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    original = embedder.embed_passages
+
+    def slow(texts: list[str]) -> np.ndarray:
+        release.wait(30)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_passages", slow)
+    index = index_builder(embedder, wait_seconds=0)(tools)
+    assert isinstance(index, ProgressiveIndex)
+    assert isinstance(index.current, LexicalIndex)
+    assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
+    release.set()
+    assert index.upgraded.wait(30)
+    assert isinstance(index.current, HybridIndex)
+
+
+def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
+    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing(texts: list[str]) -> np.ndarray:
+        raise RuntimeError("onnxruntime failed")
+
+    monkeypatch.setattr(embedder, "embed_passages", failing)
+    with caplog.at_level(logging.ERROR, logger="toolsearch"):
+        index = index_builder(embedder, wait_seconds=30)(tools)
+    assert isinstance(index, ProgressiveIndex)
+    assert isinstance(index.current, LexicalIndex)
+    assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
+    assert any("its search stays lexical" in record.getMessage() for record in caplog.records)

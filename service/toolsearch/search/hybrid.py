@@ -36,6 +36,7 @@ companion to 0.673 / 0.518.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -48,6 +49,7 @@ import numpy as np
 from toolsearch.embedding import Embedder
 from toolsearch.search import SearchHit, SearchIndex, text
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.progressive import Embedding, ProgressiveIndex
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache, VectorCache
 from toolsearch.tool import Tool
@@ -62,6 +64,8 @@ COMPANION_WEIGHT = 0.02
 EXPANSION_WORDS = 8
 EXPANSION_WEIGHT = 0.6
 _MAX_QUERY_CHARS = 4096
+EMBEDDING_WAIT_SECONDS = 1.0
+"""How long building an index waits for its hybrid form before serving BM25F meanwhile."""
 
 # Quoted spans in the quotation marks of the languages served, then URLs and e-mail addresses.
 _QUOTED = re.compile(
@@ -233,31 +237,63 @@ def build_index(
     lexical = LexicalIndex.build(tools)
     if embedder is None or mode == "bm25":
         return lexical
-    cache = cache if cache is not None else MemoryVectorCache()
-    semantic = SemanticIndex.build(tools, embedder, cache)
-    if query_vectors is None:
-        query_vectors = QueryVectors(embedder)
+    return _with_models(
+        lexical,
+        tools,
+        query_vectors or QueryVectors(embedder),
+        cache if cache is not None else MemoryVectorCache(),
+        companions if mode == "hybrid" else (),
+        mode,
+    )
+
+
+def _with_models(
+    lexical: LexicalIndex,
+    tools: Sequence[Tool],
+    query_vectors: QueryVectors,
+    cache: VectorCache,
+    companions: Sequence[QueryVectors],
+    mode: Literal["dense", "hybrid"] = "hybrid",
+) -> HybridIndex:
+    semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
     joined = [
         Companion(SemanticIndex.build(tools, queries.embedder, cache, words=False), queries)
-        for queries in (companions if mode == "hybrid" else ())
+        for queries in companions
     ]
     return HybridIndex(lexical, semantic, query_vectors, mode=mode, companions=joined)
 
 
 def index_builder(
-    embedder: Embedder | None, cache: VectorCache | None = None, companions: Sequence[Embedder] = ()
+    embedder: Embedder | None,
+    cache: VectorCache | None = None,
+    companions: Sequence[Embedder] = (),
+    *,
+    wait_seconds: float = EMBEDDING_WAIT_SECONDS,
 ) -> Callable[[Sequence[Tool]], SearchIndex]:
     """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
-    query-vector cache per model, shared by every catalog of the process."""
+    query-vector cache per model, shared by every catalog of the process.
+
+    With a model, each index is a `ProgressiveIndex`: BM25F at once, hybrid once the catalog is
+    embedded in the background; the build waits up to `wait_seconds` for the hybrid index."""
     if embedder is None:
         return LexicalIndex.build
     shared_cache = cache if cache is not None else MemoryVectorCache()
     shared_queries = QueryVectors(embedder)
     companion_queries = [QueryVectors(companion) for companion in companions]
+    embedding = Embedding()
 
     def build(tools: Sequence[Tool]) -> SearchIndex:
-        return build_index(
-            tools, embedder, cache=shared_cache, query_vectors=shared_queries, companions=companion_queries
+        lexical = LexicalIndex.build(tools)
+        index = ProgressiveIndex(lexical)
+        embedding.submit(
+            functools.partial(
+                index.upgrade,
+                functools.partial(
+                    _with_models, lexical, tools, shared_queries, shared_cache, companion_queries
+                ),
+            )
         )
+        index.upgraded.wait(wait_seconds)
+        return index
 
     return build
