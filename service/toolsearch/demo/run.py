@@ -29,6 +29,8 @@ DEMO_QUERY = "latest stock price and analyst price targets for Apple"
 _ARGUMENT_HINTS = {"symbol": "AAPL", "ticker": "AAPL", "query": "Apple"}
 """Values for the call the demo makes, used where the found tool has a parameter of that name."""
 _SHOWN_RESULTS = 5
+_DEMO_EMBEDDING_WAIT = 600.0
+"""Seconds the demo's first search may wait for the catalog to be embedded (it shows hybrid search)."""
 
 
 def add_demo_command(subparsers: Any) -> argparse.ArgumentParser:
@@ -140,7 +142,7 @@ def _upstream_instructions(tool_count: int) -> str:
 
 def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
     model_dir = getattr(args, "model_dir", None)
-    return {"model_dir": model_dir} if model_dir else {}
+    return {"model_dir": model_dir, "embedding_wait": _DEMO_EMBEDDING_WAIT} if model_dir else {}
 
 
 def _innermost(exc: BaseException) -> BaseException:
