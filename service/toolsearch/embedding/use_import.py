@@ -15,7 +15,7 @@ after a space or after a character it rewrites, conjoining Hangul jamo.
 from __future__ import annotations
 
 import zipfile
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,7 @@ from toolsearch.embedding.manifest import (
     ModelDescription,
     ModelError,
     ModelManifest,
+    package_version,
     seal,
     staged_directory,
 )
@@ -93,7 +94,7 @@ def import_use_multilingual(target: Path, *, replace: bool = False) -> ModelMani
         languages=LANGUAGES,
         licence="Apache-2.0",
         source="Google universal-sentence-encoder-multilingual/3, as packaged in "
-        f"{DISTRIBUTION} {_version()}",
+        f"{DISTRIBUTION} {package_version(DISTRIBUTION)}",
     )
     with staged_directory(target, replace=replace) as staging:
         onnx.save(use_encoder(weights), staging / MODEL_FILE)
@@ -131,10 +132,3 @@ def _check_tokenizer_settings(vocabulary: SentencePieceModel, path: Path) -> Non
         raise ModelError(
             f"{path} is not the SentencePiece model USE-m v3 ships: it lacks {', '.join(unlike)}"
         )
-
-
-def _version() -> str:
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return "(version unknown)"
