@@ -47,7 +47,7 @@ class Proxy:
         catalogs = CatalogService(
             upstream,
             store,
-            _index_builder(settings, store),
+            _index_builder(settings, store, telemetry),
             ttl=settings.catalog_ttl,
             max_materialized=settings.max_cached_catalogs,
             identifier=_identifier(settings),
@@ -96,13 +96,14 @@ def _catalog_store(settings: Settings, interner: ToolInterner) -> CatalogStore:
     )
 
 
-def _index_builder(settings: Settings, store: CatalogStore) -> IndexBuilder:
+def _index_builder(settings: Settings, store: CatalogStore, telemetry: Telemetry) -> IndexBuilder:
     """Hybrid search with the model of --model-dir; without one, lexical search (said once)."""
     if not settings.model_dir:
         logger.info("no --model-dir: search is lexical (BM25) only")
         return LexicalIndex.build
     from toolsearch.embedding import ModelError, load_model
     from toolsearch.search.hybrid import index_builder
+    from toolsearch.search.progressive import Embedding
 
     try:
         embedder, *companions = (
@@ -120,7 +121,11 @@ def _index_builder(settings: Settings, store: CatalogStore) -> IndexBuilder:
 
     # With Redis, tool vectors are shared by the replicas; in process, the index keeps its own cache.
     cache = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
-    return index_builder(embedder, cache, companions, wait_seconds=settings.embedding_wait)
+    # The gauge reads the queue when metrics are collected, after `embedding` exists.
+    embedding = Embedding(on_done=telemetry.observe_embedding(lambda: embedding.pending))
+    return index_builder(
+        embedder, cache, companions, wait_seconds=settings.embedding_wait, embedding=embedding
+    )
 
 
 def _identifier(settings: Settings) -> Identifier:

@@ -39,6 +39,7 @@ CATALOG_RESULT: Final = "toolsearch.catalog.result"
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 _LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_EMBEDDING_BUCKETS: Final = (0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600)
 
 
 def _otlp_configured(kind: str) -> bool:
@@ -110,6 +111,26 @@ class Telemetry:
         self.catalog_listing_duration = histogram(
             "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
         )
+
+    def observe_embedding(self, pending: Callable[[], int]) -> Callable[[float, bool], None]:
+        """Report how many catalogs wait to be embedded (`pending`); the callable returned records
+        each finished embedding's seconds and success."""
+        self._meter.create_observable_gauge(
+            "toolsearch.embedding.pending",
+            callbacks=[lambda _options: [Observation(pending())]],
+            description="Catalogs searched with BM25 while they wait to be embedded.",
+        )
+        duration = self._meter.create_histogram(
+            "toolsearch.embedding.duration",
+            unit="s",
+            description="Time to embed a catalog for hybrid search, by outcome.",
+            explicit_bucket_boundaries_advisory=_EMBEDDING_BUCKETS,
+        )
+
+        def record(seconds: float, succeeded: bool) -> None:
+            duration.record(seconds, {"toolsearch.outcome": "ok" if succeeded else "error"})
+
+        return record
 
     def observe_store_errors(self, failures: Callable[[], int]) -> None:
         """Report the shared store's failed operations, as the store counts them."""

@@ -23,7 +23,7 @@ from toolsearch.search.hybrid import (
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.progressive import ProgressiveIndex
+from toolsearch.search.progressive import Embedding, ProgressiveIndex
 from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
@@ -282,3 +282,12 @@ def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
     assert any("its search stays lexical" in record.getMessage() for record in caplog.records)
+
+
+def test_the_embedding_thread_reports_each_catalog_it_embeds(tools: list[Tool], embedder: Embedder) -> None:
+    done: list[tuple[float, bool]] = []
+    embedding = Embedding(on_done=lambda seconds, succeeded: done.append((seconds, succeeded)))
+    index = index_builder(embedder, embedding=embedding, wait_seconds=30)(tools)
+    assert isinstance(index, ProgressiveIndex)
+    assert [succeeded for _, succeeded in done] == [True]
+    assert embedding.pending == 0

@@ -4,9 +4,11 @@ proxy under uvicorn on loopback and the MCP SDK client; the model is a tiny gene
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import call_json, connect, running_proxy, running_upstream
@@ -55,6 +57,17 @@ async def test_search_with_a_companion_model_finds_the_tool(
             answer = await call_json(client, "search_tools", {"query": "delete issue"})
     assert answer["results"][0]["tools"][0]["name"] == "tracker_delete_issue"
     assert any("companion tiny-companion" in record.getMessage() for record in caplog.records)
+
+
+async def test_metrics_show_catalogs_embedded_and_waiting(upstream_url: str, model_dir: Path) -> None:
+    with running_proxy(upstream_url, model_dir=str(model_dir)) as url:
+        async with connect(url, "token") as client:
+            await call_json(client, "search_tools", {"query": "delete issue"})
+        metrics = httpx.get(url.removesuffix("/mcp") + "/metrics").text
+    assert re.search(
+        r'toolsearch_embedding_duration_seconds_count\{[^}]*toolsearch_outcome="ok"\} 1\.0', metrics
+    )
+    assert re.search(r"toolsearch_embedding_pending\{[^}]*\} 0\.0", metrics)
 
 
 async def test_search_that_nothing_fits_says_so_and_marks_the_closest_weak(

@@ -269,29 +269,27 @@ def index_builder(
     companions: Sequence[Embedder] = (),
     *,
     wait_seconds: float = EMBEDDING_WAIT_SECONDS,
+    embedding: Embedding | None = None,
 ) -> Callable[[Sequence[Tool]], SearchIndex]:
     """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
     query-vector cache per model, shared by every catalog of the process.
 
     With a model, each index is a `ProgressiveIndex`: BM25F at once, hybrid once the catalog is
-    embedded in the background; the build waits up to `wait_seconds` for the hybrid index."""
+    embedded in the background (by `embedding`, a new one by default); the build waits up to
+    `wait_seconds` for the hybrid index."""
     if embedder is None:
         return LexicalIndex.build
     shared_cache = cache if cache is not None else MemoryVectorCache()
     shared_queries = QueryVectors(embedder)
     companion_queries = [QueryVectors(companion) for companion in companions]
-    embedding = Embedding()
+    background = embedding or Embedding()
 
     def build(tools: Sequence[Tool]) -> SearchIndex:
         lexical = LexicalIndex.build(tools)
         index = ProgressiveIndex(lexical)
-        embedding.submit(
-            functools.partial(
-                index.upgrade,
-                functools.partial(
-                    _with_models, lexical, tools, shared_queries, shared_cache, companion_queries
-                ),
-            )
+        background.submit(
+            index,
+            functools.partial(_with_models, lexical, tools, shared_queries, shared_cache, companion_queries),
         )
         index.upgraded.wait(wait_seconds)
         return index

@@ -28,7 +28,7 @@ class ProgressiveIndex:
     def __init__(self, first: SearchIndex) -> None:
         self._current = first
         self.upgraded = threading.Event()
-        """Set once the better index serves (or its build failed: then the first one stays)."""
+        """Set once the better index serves, or its build failed (then the first one stays)."""
 
     @property
     def current(self) -> SearchIndex:
@@ -37,36 +37,62 @@ class ProgressiveIndex:
     def search(self, query: str, limit: int) -> list[SearchHit]:
         return self._current.search(query, limit)
 
-    def upgrade(self, build: Callable[[], SearchIndex]) -> None:
-        """Build the better index and serve it from now on; on failure, log and keep the first."""
+    def upgrade(self, build: Callable[[], SearchIndex]) -> bool:
+        """Build the better index and serve it from now on; on failure, log and keep the first.
+        Whether it was upgraded. (Whoever calls it sets `upgraded` when done with it.)"""
         started = time.perf_counter()
         try:
             self._current = build()
         except Exception:  # any failure of a model run: searches go on with the first index
             logger.exception("a catalog could not be embedded; its search stays lexical (BM25)")
-        else:
-            logger.info(
-                "a catalog was embedded in %.1f s; its search is hybrid", time.perf_counter() - started
-            )
-        finally:
-            self.upgraded.set()
+            return False
+        seconds = time.perf_counter() - started
+        logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
+        return True
+
+
+EmbeddingDone = Callable[[float, bool], None]
+"""Told each finished embedding's seconds and whether it succeeded (telemetry)."""
 
 
 class Embedding:
-    """One daemon thread that runs embedding jobs in order (a daemon: shutdown never waits for one)."""
+    """One daemon thread that upgrades indexes in order (a daemon: shutdown never waits for one)."""
 
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+    def __init__(self, on_done: EmbeddingDone | None = None) -> None:
+        self._jobs: queue.SimpleQueue[tuple[ProgressiveIndex, Callable[[], SearchIndex]]] = (
+            queue.SimpleQueue()
+        )
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._pending = 0
+        self._on_done = on_done
 
-    def submit(self, job: Callable[[], None]) -> None:
+    @property
+    def pending(self) -> int:
+        """Catalogs submitted and not embedded yet (searched with BM25 meanwhile)."""
+        return self._pending
+
+    def submit(self, index: ProgressiveIndex, build: Callable[[], SearchIndex]) -> None:
+        """Upgrade `index` to what `build` makes, after the catalogs submitted before it."""
         with self._lock:
+            self._pending += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="toolsearch-embedding", daemon=True)
                 self._thread.start()
-        self._jobs.put(job)
+        self._jobs.put((index, build))
 
     def _run(self) -> None:
         while True:
-            self._jobs.get()()
+            index, build = self._jobs.get()
+            started = time.perf_counter()
+            try:
+                upgraded = index.upgrade(build)
+                with self._lock:
+                    self._pending -= 1
+                if self._on_done is not None:
+                    self._on_done(time.perf_counter() - started, upgraded)
+            except Exception:  # a failing report must not stop the thread that embeds every catalog
+                logger.exception("reporting an embedding failed")
+            finally:
+                # Last, so that whoever waits for the upgrade also sees it counted.
+                index.upgraded.set()
