@@ -22,7 +22,7 @@ import httpx
 
 from bench.upstream_server import READY_PATH
 from toolsearch.demo.balancer import nginx_binary, nginx_command, write_round_robin_config
-from toolsearch.demo.serving import base_url, free_port, proxy_command
+from toolsearch.demo.serving import base_url, free_port, proxy_command, stop_process
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -129,18 +129,7 @@ def running(*servers: Server, startup_timeout: float = _STARTUP_SECONDS) -> Iter
             yield started
         finally:
             for entry in started:
-                _stop(entry.process)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after a grace period."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+                stop_process(entry.process, _STOP_SECONDS)
 
 
 def _wait_ready(started: list[Running], timeout: float) -> None:

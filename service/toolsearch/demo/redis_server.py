@@ -16,7 +16,10 @@ from types import TracebackType
 
 import redis
 
-from toolsearch.demo.serving import free_port
+from toolsearch.demo.serving import free_port, stop_process
+
+_STOP_SECONDS = 10.0
+"""How long a stopped server may take to exit before it is killed."""
 
 
 def redis_server_binary() -> str | None:
@@ -90,12 +93,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            stop_process(self._process, _STOP_SECONDS)
             self._process = None
 
     def used_memory(self) -> int:

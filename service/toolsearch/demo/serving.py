@@ -138,12 +138,19 @@ def serve_process(
             _wait_ready(served, served.url + ready_path, startup_timeout)
             yield served
         finally:
-            process.terminate()
-            try:
-                process.wait(stop_timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, stop_timeout)
+
+
+def stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM, then SIGKILL if `process` has not exited after `grace` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def proxy_command(upstream_url: str, port: int, *flags: str) -> list[str]:

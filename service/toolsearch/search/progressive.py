@@ -40,14 +40,11 @@ class ProgressiveIndex:
     def upgrade(self, build: Callable[[], SearchIndex]) -> bool:
         """Build the better index and serve it from now on; on failure, log and keep the first.
         Whether it was upgraded. (Whoever calls it sets `upgraded` when done with it.)"""
-        started = time.perf_counter()
         try:
             self._current = build()
         except Exception:  # any failure of a model run: searches go on with the first index
             logger.exception("a catalog could not be embedded; its search stays lexical (BM25)")
             return False
-        seconds = time.perf_counter() - started
-        logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
         return True
 
 
@@ -87,10 +84,13 @@ class Embedding:
             started = time.perf_counter()
             try:
                 upgraded = index.upgrade(build)
+                seconds = time.perf_counter() - started
+                if upgraded:
+                    logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
                 with self._lock:
                     self._pending -= 1
                 if self._on_done is not None:
-                    self._on_done(time.perf_counter() - started, upgraded)
+                    self._on_done(seconds, upgraded)
             except Exception:  # a failing report must not stop the thread that embeds every catalog
                 logger.exception("reporting an embedding failed")
             finally:

@@ -185,19 +185,22 @@ def _forms(text: str) -> tuple[list[str], list[int], list[str]]:
     return forms, part_counts, grams
 
 
+def _folded(forms: list[str]) -> list[str]:
+    # Forms hold no newline: fold them all in one call.
+    return "\n".join(forms).translate(_FOLD).split("\n") if forms else []
+
+
 def language_of(text: str) -> str:
     """The ISO 639-1 code of the language `text` is guessed to be in: one of those the analyzer
     stems (en, lt, de, es, fr), English when nothing points elsewhere (CJK included)."""
     forms = _forms(text)[0]
-    folded = "\n".join(forms).translate(_FOLD).split("\n") if forms else []
-    return _guess_language(forms, folded).code
+    return _guess_language(forms, _folded(forms)).code
 
 
 def _stems(forms: list[str]) -> tuple[list[str], list[str] | None, list[bool]]:
     """Each form's English stem, its guessed language's stem (None for English), and whether it
     is a content word (not a stopword, not a single letter)."""
-    # Forms hold no newline: fold them all in one call.
-    folded = "\n".join(forms).translate(_FOLD).split("\n") if forms else []
+    folded = _folded(forms)
     language = _guess_language(forms, folded)
     dropped = _ENGLISH.stopwords | language.stopwords
     content = [len(form) > 1 and form not in dropped for form in folded]
