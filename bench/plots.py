@@ -65,12 +65,7 @@ def _latency_by_size(
     axes.grid(True, which="both", alpha=0.3)
     # Beside the axes: with several hybrid profiles the legend would cover the lines.
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    figure.text(0.01, 0.01, caption, fontsize=7, alpha=0.7)
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
-    path = _path(results_dir, "latency-vs-catalog-size")
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return _save(figure, caption, results_dir, "latency-vs-catalog-size")
 
 
 def _throughput(results: dict[str, dict[str, list[dict[str, Any]]]], results_dir: Path, caption: str) -> Path:
@@ -88,9 +83,14 @@ def _throughput(results: dict[str, dict[str, list[dict[str, Any]]]], results_dir
         axes.set_title(f"{kind}: throughput versus concurrency", fontsize=11)
         axes.grid(True, which="both", alpha=0.3)
         axes.legend(fontsize=8)
+    return _save(figure, caption, results_dir, "throughput-vs-concurrency")
+
+
+def _save(figure: Any, caption: str, results_dir: Path, name: str) -> Path:
+    """Caption `figure`, write it as a PNG named for the run and `name`, and free it."""
     figure.text(0.01, 0.01, caption, fontsize=7, alpha=0.7)
     figure.tight_layout(rect=(0, 0.03, 1, 1))
-    path = _path(results_dir, "throughput-vs-concurrency")
+    path = _path(results_dir, name)
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
