@@ -36,7 +36,6 @@ SIZES = (1500, 5000)
 QUERY = "create an issue in a repository"
 FIRST_TIMEOUT = 900.0
 HYBRID_FRESH_PROCESSES = 2
-WAIT_FOR_HYBRID = "--embedding-wait=3600"
 
 
 def _first_search(url: str, token: str, dialect: Any = TOOLSEARCH) -> float:
@@ -50,14 +49,11 @@ def _process_cases(
     """First-request times of the three cases: the first caller of each of `processes` new processes,
     then in the last one `samples` new callers of a known catalog and `samples` of new catalogs.
 
-    Hybrid processes wait for embedding (`--embedding-wait` an hour): these are the times to a
-    hybrid answer. `_first_answer` measures the default, BM25 while the catalog embeds."""
+    Hybrid processes wait for embedding (`toolsearch_server`): these are the times to a hybrid
+    answer. `_first_answer` measures the default, BM25 while the catalog embeds."""
     cases: dict[str, list[float]] = {"fresh process": []}
-    flags = [WAIT_FOR_HYBRID] if model_dir else []
     for number in range(processes):
-        server = toolsearch_server(
-            upstream, service_dir=options.service_dir, model_dir=model_dir, flags=flags
-        )
+        server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
         with running(server):
             cases["fresh process"].append(_first_search(server.mcp_url, f"bench-fresh-{number}"))
             if number == processes - 1:
@@ -72,7 +68,9 @@ def _process_cases(
 
 def _first_answer(options: Options, upstream: Server, model_dir: str) -> list[float]:
     """A fresh hybrid process's first answer with the default --embedding-wait (BM25 meanwhile)."""
-    server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
+    server = toolsearch_server(
+        upstream, service_dir=options.service_dir, model_dir=model_dir, wait_for_hybrid=False
+    )
     with running(server):
         return [_first_search(server.mcp_url, "bench-first-answer")]
 

@@ -86,6 +86,9 @@ def upstream_server(tools: int | None) -> Server:
     return Server("upstream", command, port, READY_PATH, env=_python_path(SERVICE_DIR))
 
 
+WAIT_FOR_HYBRID = "--embedding-wait=3600"
+
+
 def toolsearch_server(
     upstream: Server,
     *,
@@ -93,13 +96,20 @@ def toolsearch_server(
     model_dir: str | None = None,
     name: str = "toolsearch",
     flags: Sequence[str] = (),
+    wait_for_hybrid: bool = True,
 ) -> Server:
     """`toolsearch serve` in front of `upstream`, from the sources in `service_dir`; `model_dir` is
-    passed unchanged to `--model-dir` (comma-separated directories: the primary model, then companions)."""
+    passed unchanged to `--model-dir` (comma-separated directories: the primary model, then companions).
+
+    With a model, a catalog's first search waits for its embedding (`--embedding-wait` an hour)
+    unless `wait_for_hybrid` is off: what is measured is then hybrid search, not the BM25 that
+    serves a catalog while it embeds."""
     port = free_port()
     command = proxy_command(upstream.mcp_url, port, "--log-level=warning", *flags)
     if model_dir is not None:
         command.append(f"--model-dir={model_dir}")
+        if wait_for_hybrid:
+            command.append(WAIT_FOR_HYBRID)
     return Server(name, command, port, env=_python_path(service_dir))
 
 
