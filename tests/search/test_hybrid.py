@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from tests.embedding.tiny_models import write_model
+from tests.embedding.tiny_models import token_states_graph, token_table, write_model
 from toolsearch.embedding import Embedder, load_model
-from toolsearch.search import SearchIndex
+from toolsearch.search import SearchIndex, hybrid
 from toolsearch.search.hybrid import (
     AbstentionThreshold,
+    Calibration,
     HybridIndex,
     QueryVectors,
     build_index,
@@ -39,8 +40,8 @@ NEVER = AbstentionThreshold(cosine=-2.0, lexical=0.0)
 ALWAYS = AbstentionThreshold(cosine=2.0, lexical=math.inf)
 
 
-def _tokenizer() -> Tokenizer:
-    vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "q:", "p:", *WORDS])}
+def _tokenizer(words: list[str] = WORDS) -> Tokenizer:
+    vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "q:", "p:", *words])}
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
@@ -291,3 +292,78 @@ def test_the_embedding_thread_reports_each_catalog_it_embeds(tools: list[Tool], 
     assert isinstance(index, ProgressiveIndex)
     assert [succeeded for _, succeeded in done] == [True]
     assert embedding.pending == 0
+
+
+def test_query_vectors_embed_the_uncached_queries_together(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors = QueryVectors(embedder)
+    vectors("find files")
+    calls: list[list[str]] = []
+    original = embedder.embed_queries
+    monkeypatch.setattr(embedder, "embed_queries", lambda texts: calls.append(list(texts)) or original(texts))
+    rows = vectors.many(["weather", "find files", "city", "weather"])
+    assert calls == [["weather", "city"]]
+    np.testing.assert_array_equal(rows[1], vectors("find files"))
+    np.testing.assert_array_equal(rows[0], rows[3])
+
+
+# Lithuanian for `issue` and `in the tracker`, with the same rows as the English words in the model's
+# table: the model "knows" they mean the same. The prefixes' rows are zero, so that a word's
+# query and passage vectors are its row alone.
+FOREIGN = {"klaidą": "issue", "sekiklyje": "tracker"}
+
+
+@pytest.fixture(scope="module")
+def bilingual_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    words = [*WORDS, *FOREIGN]
+    tokenizer = _tokenizer(words)
+    table = token_table(tokenizer.get_vocab_size())
+    vocab = tokenizer.get_vocab()
+    table[[vocab["q:"], vocab["p:"]]] = 0.0
+    for foreign, english in FOREIGN.items():
+        table[vocab[foreign]] = table[vocab[english]]
+    directory: Path = tmp_path_factory.mktemp("bilingual") / "model"
+    write_model(directory, graph=token_states_graph(table), tokenizer=tokenizer)
+    return load_model(directory)
+
+
+def _translating(tools: list[Tool], embedder: Embedder, cosine: float) -> HybridIndex:
+    return HybridIndex(LexicalIndex.build(tools), *_semantic(tools, embedder), translation_cosine=cosine)
+
+
+def test_a_query_word_no_tool_has_is_read_as_the_catalog_word_nearest_to_it(
+    tools: list[Tool], bilingual_embedder: Embedder
+) -> None:
+    index = _translating(tools, bilingual_embedder, 0.99)
+    assert index.translations("klaidą sekiklyje") == ["issue", "tracker"]
+
+
+def test_a_word_near_no_catalog_word_is_not_translated(
+    tools: list[Tool], bilingual_embedder: Embedder
+) -> None:
+    index = _translating(tools, bilingual_embedder, 0.99)
+    assert index.translations("klaidą pizzą") == ["issue"]
+
+
+def test_only_a_query_in_another_language_has_its_words_translated(
+    tools: list[Tool], bilingual_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _translating(tools, bilingual_embedder, 0.99)
+    embedded = _recorded(bilingual_embedder, "embed_queries", monkeypatch)
+    index.search("delete the Lisbon issue", 2)
+    index.search("klaidą sekiklyje", 2)
+    assert embedded == ["delete the Lisbon issue", "klaidą sekiklyje", "klaidą", "sekiklyje"]
+
+
+def test_a_model_without_calibration_translates_nothing(
+    tools: list[Tool], bilingual_embedder: Embedder
+) -> None:
+    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje") == []
+
+
+def test_a_calibrated_model_translates_at_its_cosine(
+    tools: list[Tool], bilingual_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(hybrid.CALIBRATIONS, "tiny", Calibration(NEVER, translation_cosine=0.99))
+    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje") == ["issue", "tracker"]

@@ -144,3 +144,13 @@ def test_positions_refer_to_the_order_the_tools_were_given_in(slice_tools: list[
     reversed_tools = slice_tools[::-1]
     index = LexicalIndex.build(reversed_tools)
     assert _top(index, reversed_tools, "lock my password vault", 1) == ["bitwarden_lock"]
+
+
+def test_unknown_words_are_the_query_words_no_tool_has(index: LexicalIndex) -> None:
+    # "Show the pull requests of the repository": Lithuanian content words, one English word.
+    unknown = index.unknown_words("Parodyk repozitorijos pull užklausas")
+    assert unknown == ["parodyk", "repozitorijos", "užklausas"]
+
+
+def test_unknown_words_leave_out_stopwords_short_words_numbers_and_codes(index: LexicalIndex) -> None:
+    assert index.unknown_words("prašau ENG-101 abc rec9LmQz 2025 the") == []

@@ -15,7 +15,7 @@ from tests.conftest import call_json, connect, running_proxy, running_upstream
 from tests.embedding.tiny_models import write_model
 from toolsearch.proxy import Proxy
 from toolsearch.search import hybrid
-from toolsearch.search.hybrid import AbstentionThreshold
+from toolsearch.search.hybrid import AbstentionThreshold, Calibration
 from toolsearch.settings import Settings
 
 TOOLS = [
@@ -74,7 +74,8 @@ async def test_search_that_nothing_fits_says_so_and_marks_the_closest_weak(
     upstream_url: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Calibrate the tiny model so that no match is good enough.
-    monkeypatch.setitem(hybrid.ABSTENTION_THRESHOLDS, "tiny-hybrid", AbstentionThreshold(2.0, float("inf")))
+    never_good_enough = Calibration(AbstentionThreshold(2.0, float("inf")), translation_cosine=2.0)
+    monkeypatch.setitem(hybrid.CALIBRATIONS, "tiny-hybrid", never_good_enough)
     with running_proxy(upstream_url, model_dir=str(model_dir)) as url:
         async with connect(url, "token") as client:
             answer = await call_json(client, "search_tools", {"query": "order a pizza", "limit": 2})

@@ -74,6 +74,8 @@ _MAX_QUERY_CHARS = 4096
 _NAME_SEPARATORS = re.compile(r"[\W_]+")
 _QUERY_CHUNK = re.compile(r"[^\s\"'`“”„«»‘’,;:!?()\[\]{}<>]+")
 _IDENTIFIER_LIKE = re.compile(r"[_.\-]|[a-z][A-Z]")
+_SPELLED_WORD = re.compile(r"(?<!\w)[^\W\d_]{4,}(?!\w)")
+"""A word of letters alone, four or more: not an identifier, a number or a code."""
 _EXACT = "="
 """Prefix of the `_names` keys that hold a tool's very name (name keys never contain `=`)."""
 
@@ -136,6 +138,7 @@ class LexicalIndex:
         self._column_of_term = {int(term_id): column for column, term_id in enumerate(term_ids)}
         # Queries repeat words; a word's columns depend on the index alone (profiled: ~18% of a search).
         self._columns_of_word = functools.lru_cache(maxsize=16384)(self._word_columns)
+        self._is_unknown = functools.lru_cache(maxsize=16384)(self._is_unknown_word)
 
     @classmethod
     def build(cls, tools: Sequence[Tool]) -> LexicalIndex:
@@ -232,6 +235,17 @@ class LexicalIndex:
         if columns:
             return [(columns, VARIANT_WEIGHT)]
         return [(self._inflected_columns(word.terms), PREFIX_WEIGHT)]
+
+    def unknown_words(self, query: str) -> list[str]:
+        """The words of `query` (of four letters or more, in lower case, each once, in order) that no
+        tool's text has a term of: words of another language, or misspelt."""
+        words = {token.lower(): token for token in _SPELLED_WORD.findall(query[:_MAX_QUERY_CHARS])}
+        return [word for word, token in words.items() if self._is_unknown(token)]
+
+    def _is_unknown_word(self, word: str) -> bool:
+        """Whether `word` is a content word (not a stopword) and no tool has any of its terms."""
+        analyzed = text.analyze(word)
+        return bool(analyzed) and not any(self._exact_columns(each.terms) for each in analyzed)
 
     def _query_columns(self, query: str) -> list[tuple[list[int], float]]:
         """Per distinct query word: the columns of its terms, and how much they count."""

@@ -184,6 +184,15 @@ class SemanticIndex:
             self.description_vectors @ query_vector
         )
 
+    def closest_words(self, vectors: np.ndarray, min_cosine: float) -> list[str]:
+        """For each row of `vectors`, the catalog word most similar to it, if at `min_cosine` or above."""
+        if not self.words or not len(vectors):
+            return []
+        similarities = vectors @ self.word_vectors.T
+        best = similarities.argmax(axis=1)
+        close = similarities[np.arange(len(best)), best] >= min_cosine
+        return [self.words[i] for i in best[close]]
+
     def nearest_words(self, query_vector: np.ndarray, count: int) -> list[str]:
         """The `count` catalog words most similar to the query vector, best first."""
         if not self.words or count <= 0:
