@@ -95,7 +95,6 @@ def toolsearch_server(
     service_dir: Path = SERVICE_DIR,
     model_dir: str | None = None,
     name: str = "toolsearch",
-    flags: Sequence[str] = (),
     wait_for_hybrid: bool = True,
 ) -> Server:
     """`toolsearch serve` in front of `upstream`, from the sources in `service_dir`; `model_dir` is
@@ -105,7 +104,7 @@ def toolsearch_server(
     unless `wait_for_hybrid` is off: what is measured is then hybrid search, not the BM25 that
     serves a catalog while it embeds."""
     port = free_port()
-    command = proxy_command(upstream.mcp_url, port, "--log-level=warning", *flags)
+    command = proxy_command(upstream.mcp_url, port, "--log-level=warning")
     if model_dir is not None:
         command.append(f"--model-dir={model_dir}")
         if wait_for_hybrid:
