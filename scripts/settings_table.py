@@ -1,11 +1,11 @@
-"""Write README's configuration table from `Settings`: `python scripts/settings_table.py` after adding one."""
+"""Write the configuration table of docs/configuration.md from `Settings`: run it after adding one."""
 
 import re
 from pathlib import Path
 
 from toolsearch.settings import Settings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 START, END = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
 
 
@@ -21,11 +21,9 @@ def settings_table() -> str:
 
 
 def main() -> None:
-    text = README.read_text()
+    text = PAGE.read_text()
     block = f"{START}\n{settings_table()}\n{END}"
-    README.write_text(
-        re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.DOTALL)
-    )
+    PAGE.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.DOTALL))
 
 
 if __name__ == "__main__":

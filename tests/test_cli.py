@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from toolsearch.cli import build_parser, main, settings_from_args
 from toolsearch.settings import Settings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 
 
 def _serve_help() -> str:
@@ -28,10 +29,15 @@ def test_serve_help_lists_every_setting_with_its_variable(field: str) -> None:
 
 
 @pytest.mark.parametrize("field", list(Settings.model_fields))
-def test_readme_documents_every_setting(field: str) -> None:
-    readme = README.read_text()
-    assert f"`--{field.replace('_', '-')}`" in readme
-    assert f"`TOOLSEARCH_{field.upper()}`" in readme
+def test_configuration_page_documents_every_setting(field: str) -> None:
+    page = CONFIGURATION.read_text()
+    assert f"`--{field.replace('_', '-')}`" in page
+    assert f"`TOOLSEARCH_{field.upper()}`" in page
+
+
+def test_configuration_table_is_generated_from_settings() -> None:
+    script = runpy.run_path(str(CONFIGURATION.parents[1] / "scripts" / "settings_table.py"))
+    assert script["settings_table"]() in CONFIGURATION.read_text()
 
 
 def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
