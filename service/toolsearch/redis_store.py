@@ -12,6 +12,14 @@ Layout under a prefix (default `toolsearch:`), every key with a TTL:
 - `lock:<key>`: the lease of the replica listing `<key>` now (SET NX PX, renewed while it lists,
   deleted only by its owner).
 
+On a Redis Cluster the keys spread over the slots by their whole name: no hash tags. Tools and
+vectors are shared by every caller who lists them, so no caller's keys belong together, and one
+tag would put every tool on one node; a caller's catalog and lock are never used by one command.
+The reads of many keys (tools, vectors) go as one MGET per slot, pipelined per node
+(`mget_nonatomic`), and the writes as pipelines the cluster client splits per node; every other
+command and script touches one key. A failover or a MOVED/ASK redirection is followed by the
+cluster client within the same timeout, and past it is one more outage like any other.
+
 What is read back is checked (shapes, digests); a corrupt entry is deleted and reported as absent,
 so the caller lists again and rewrites it. Every Redis round trip has a short timeout; a failure
 marks Redis down (logged once), and for a second after it the store answers `StoreUnavailable`
@@ -34,6 +42,7 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import orjson
 import redis.asyncio as redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
@@ -78,13 +87,16 @@ class _Corrupt(Exception):
     """An entry that cannot be read back as what it should hold."""
 
 
-def connect(url: str, *, timeout: float) -> redis.Redis:
-    """A client for `redis://`, `rediss://`, `unix://` or `redis+sentinel://` (`rediss+sentinel://`) URLs.
+def connect(url: str, *, timeout: float) -> redis.Redis | RedisCluster:
+    """A client for `redis://`, `rediss://`, `unix://`, `redis+sentinel://` or `redis+cluster://` URLs
+    (`rediss+` for TLS).
 
     Sentinel URLs: `redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]`; the
-    credentials are the Redis servers' (sentinels are asked without). One immediate retry at most
-    (a pooled connection may predate a Redis restart), within the caller's timeout: a failure
-    means "serve without Redis for now", not "wait for it".
+    credentials are the Redis servers' (sentinels are asked without). Cluster URLs:
+    `redis+cluster://[[user]:password@]host:port[,host:port...]`, any nodes of the cluster (the
+    client discovers the others). One immediate retry at most (a pooled connection may predate a
+    Redis restart, a cluster's layout a failover), within the caller's timeout: a failure means
+    "serve without Redis for now", not "wait for it".
     """
     options: dict[str, Any] = {
         "socket_timeout": timeout,
@@ -92,28 +104,32 @@ def connect(url: str, *, timeout: float) -> redis.Redis:
         "retry": Retry(NoBackoff(), 1),  # one reconnection: a pooled connection may predate a restart
     }
     parts = urlsplit(url)
-    if parts.scheme not in ("redis+sentinel", "rediss+sentinel"):
+    if parts.scheme not in ("redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"):
         return redis.Redis.from_url(url, **options)
     hosts = parts.netloc.rpartition("@")[2]
-    service, _, db = parts.path.strip("/").partition("/")
-    if not hosts or not service:
-        raise ValueError(f"a Sentinel URL names its sentinels and service: {_redact(url)}")
-    sentinels = [_host_port(host) for host in hosts.split(",")]
     credentials = {
         "username": unquote(parts.username) if parts.username else None,
         "password": unquote(parts.password) if parts.password else None,
-        "db": int(db or 0),
         "ssl": parts.scheme.startswith("rediss"),
     }
+    if parts.scheme.endswith("+cluster"):
+        if not hosts or parts.path.strip("/") not in ("", "0"):
+            raise ValueError(f"a cluster URL names its nodes, and no database but 0: {_redact(url)}")
+        nodes = [ClusterNode(*_host_port(host, 6379)) for host in hosts.split(",")]
+        return RedisCluster(startup_nodes=nodes, **options, **credentials)
+    service, _, db = parts.path.strip("/").partition("/")
+    if not hosts or not service:
+        raise ValueError(f"a Sentinel URL names its sentinels and service: {_redact(url)}")
+    sentinels = [_host_port(host, 26379) for host in hosts.split(",")]
     sentinel = Sentinel(sentinels, sentinel_kwargs=dict(options), **options)
-    return sentinel.master_for(service, **options, **credentials)
+    return sentinel.master_for(service, **options, **credentials, db=int(db or 0))
 
 
-def _host_port(address: str) -> tuple[str, int]:
+def _host_port(address: str, default_port: int) -> tuple[str, int]:
     parts = urlsplit(f"//{address}")
     if not parts.hostname:
-        raise ValueError(f"not a host[:port] in a Sentinel URL: {address!r}")
-    return parts.hostname, parts.port or 26379
+        raise ValueError(f"not a host[:port] in a Redis URL: {address!r}")
+    return parts.hostname, parts.port or default_port
 
 
 def _redact(url: str) -> str:
@@ -126,7 +142,7 @@ class RedisCatalogStore:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | RedisCluster,
         interner: ToolInterner,
         *,
         prefix: str = "toolsearch:",
@@ -256,7 +272,7 @@ class RedisCatalogStore:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), _FETCH_CHUNK):
             chunk = keys[start : start + _FETCH_CHUNK]
-            values = await self._ask(lambda chunk=chunk: self._redis.mget(chunk))
+            values = await self._ask(lambda chunk=chunk: self._get_many(chunk))
             for digest, key, raw in zip(digests[start:], chunk, values, strict=False):
                 if raw is None:
                     continue
@@ -298,6 +314,12 @@ class RedisCatalogStore:
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self._prefix}{kind}:{name}"
+
+    def _get_many(self, keys: list[str]) -> Awaitable[list[bytes | None]]:
+        """MGET, split per slot on a cluster (which refuses one MGET across slots)."""
+        if isinstance(self._redis, RedisCluster):
+            return self._redis.mget_nonatomic(keys)
+        return self._redis.mget(keys)
 
     async def _ask(self, operation: Callable[[], Awaitable[T]]) -> T:
         """One Redis round trip within the timeout; a key of the wrong type raises `_Corrupt`."""
@@ -347,7 +369,7 @@ class RedisCatalogStore:
         for start in range(0, len(missing), _FETCH_CHUNK):
             chunk = missing[start : start + _FETCH_CHUNK]
             keys = [self._key("tool", digest) for digest in chunk]
-            values = await self._ask(lambda keys=keys: self._redis.mget(keys))
+            values = await self._ask(lambda keys=keys: self._get_many(keys))
             unusable = []
             for digest, key, raw in zip(chunk, keys, values, strict=True):
                 tool = _decode_tool(raw, self._interner)

