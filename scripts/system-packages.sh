@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Debian packages the tests use: redis-server (shared catalog store) and nginx (the replicas e2e).
+# Debian packages the tests use: redis-server (shared catalog store), redis-tools' redis-cli (it makes
+# the Redis Cluster of the cluster tests) and nginx (the replicas e2e).
 # Installed only when missing and when apt-get can be used (root); otherwise the tests that need
 # them say what is missing.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

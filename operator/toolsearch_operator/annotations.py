@@ -50,7 +50,15 @@ _MODEL_KINDS = ("builtin", "image-volume", "init-container")
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(\d+(\.\d*)?|\.\d+)))?$")
 _SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+sentinel://")
+_REDIS_SCHEMES = (
+    "redis://",
+    "rediss://",
+    "unix://",
+    "redis+sentinel://",
+    "rediss+sentinel://",
+    "redis+cluster://",
+    "rediss+cluster://",
+)
 
 
 class AnnotationError(ValueError):
@@ -162,7 +170,8 @@ def _redis(values: Mapping[str, str]) -> RedisSource | None:
         return None
     if not url.startswith(_REDIS_SCHEMES):
         raise AnnotationError(
-            f"{REDIS_URL}: expected a redis://, rediss://, unix:// or redis+sentinel:// URL, got a "
+            f"{REDIS_URL}: expected a redis://, rediss://, unix://, redis+sentinel:// or redis+cluster:// "
+            "URL (rediss+ for TLS), got a "
             f"{url.split(':', 1)[0]!r} URL"
         )
     return RedisSource(url=url)

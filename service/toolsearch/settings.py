@@ -98,7 +98,8 @@ class Settings(BaseSettings):
     redis_url: str = Field(
         "",
         description="Redis shared by replicas for catalogs, tools and embeddings: redis://, rediss:// (TLS), "
-        "unix:// or redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db]. Empty: "
+        "unix://, redis+sentinel://[[user]:password@]host:port[,host:port...]/service[/db] or, for a Redis "
+        "Cluster, redis+cluster://[[user]:password@]host:port[,host:port...] (rediss+ for TLS). Empty: "
         "catalogs stay in this process.",
     )
     redis_prefix: str = Field("toolsearch:", description="Prefix of every Redis key toolsearch writes.")

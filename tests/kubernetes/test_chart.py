@@ -289,6 +289,18 @@ def test_the_notes_tell_how_to_opt_in(chart: helm.Chart) -> None:
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        "redis+cluster://cache-0.cache:6379,cache-1.cache:6379",
+        "rediss+cluster://clustercfg.cache.example.com:6379",
+        "rediss+sentinel://sentinel:26379/toolsearch",
+    ],
+)
+def test_the_values_schema_accepts_cluster_and_sentinel_urls(chart: helm.Chart, url: str) -> None:
+    chart.validate_schema({"redis": {"url": url}})
+
+
+@pytest.mark.parametrize(
     ("values", "complaint"),
     [
         ({"standalone": {"enabled": True}}, "upstream"),

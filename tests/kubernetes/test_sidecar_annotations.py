@@ -56,6 +56,15 @@ def test_a_redis_secret_without_a_key_uses_redis_url() -> None:
     assert spec.redis == RedisSource(secret_name="gateway-cache", secret_key="redis-url")
 
 
+@pytest.mark.parametrize(
+    "url", ["redis+cluster://cache-0:6379,cache-1:6379", "rediss+cluster://:secret@clustercfg.example:6379"]
+)
+def test_a_redis_cluster_url_is_given_to_the_proxy(url) -> None:
+    spec = sidecar_spec({"toolsearch.dev/redis-url": url}, DEFAULTS)
+
+    assert spec.redis == RedisSource(url=url)
+
+
 def test_an_empty_redis_url_turns_the_default_redis_off() -> None:
     defaults = {**DEFAULTS, "toolsearch.dev/redis-url": "redis://shared-cache:6379/0"}
 
