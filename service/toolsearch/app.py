@@ -149,6 +149,12 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
     async def metrics() -> Response:
         return Response(proxy.telemetry.prometheus_text(), media_type=CONTENT_TYPE_LATEST)
 
+    if settings.stats:
+
+        @app.get("/stats")
+        async def stats() -> Response:
+            return _json(proxy.outcomes.report())
+
     @app.get("/healthz")
     async def healthz() -> Response:
         return _json({"status": "ok"})

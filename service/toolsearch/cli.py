@@ -21,6 +21,7 @@ from toolsearch.embedding.commands import add_model_commands
 from toolsearch.evaluation import add_eval_command
 from toolsearch.offline import add_search_command
 from toolsearch.settings import Settings
+from toolsearch.stats import add_stats_command
 
 
 def _flag(name: str) -> str:
@@ -36,8 +37,10 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         annotation = info.annotation
         kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": help_text}
         if typing.get_origin(annotation) is typing.Literal:
-            kwargs["choices"] = typing.get_args(annotation)
-        if typing.get_origin(annotation) is list or isinstance(default, list):
+            kwargs["choices"] = typing.get_args(annotation)  # --help shows them: {text,json}
+        elif annotation is bool:
+            kwargs["metavar"] = "{true,false}"
+        elif typing.get_origin(annotation) is list or isinstance(default, list):
             kwargs.update(action="append", metavar="PATTERN")
         else:
             kwargs["metavar"] = name.upper()
@@ -93,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_search_command(commands)
     add_model_commands(commands)
     add_eval_command(commands)
+    add_stats_command(commands)
     return parser
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from toolsearch.catalog import Catalog, CatalogService, caller_key
 from toolsearch.naming import intended_name, similar_names
+from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool, tool_digest
@@ -186,8 +187,10 @@ class MetaTools:
         max_batch_calls: int = 10,
         search_schemas: int = 3,
         telemetry: Telemetry | None = None,
+        outcomes: SearchOutcomes | None = None,
     ) -> None:
         self._telemetry = telemetry or Telemetry(use_environment=False)
+        self._outcomes = outcomes or SearchOutcomes.in_process(self._telemetry)
         self._catalogs = catalogs
         self._upstream = upstream
         self._policy = policy
@@ -283,6 +286,7 @@ class MetaTools:
                 result["matched"] = False
                 result["note"] = _NO_GOOD_MATCH
             results.append(result)
+        await self._outcomes.searched(caller, results)
         return _json_result({"total": len(catalog), "results": results})
 
     async def _describe(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
@@ -360,6 +364,7 @@ class MetaTools:
         tool = catalog.get(name)
         if tool is None:
             return self._unknown_tool(catalog, name)
+        await self._outcomes.called(caller, name)
         if require_read_only and not self._policy.is_read_only(tool):
             return error_result(
                 f"{name} is not marked read-only, so call_read_tool(s) refuses it. "
@@ -393,6 +398,7 @@ class MetaTools:
 
     def _unknown_tool(self, catalog: Catalog, name: str) -> dict[str, Any]:
         meant = intended_name(name, catalog.names)
+        self._outcomes.unknown_tool(typo=meant is not None)
         if meant is not None:
             return error_result(
                 f"There is no tool named {name!r}. Did you mean {meant!r}? Call it by that name."

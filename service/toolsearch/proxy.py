@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from toolsearch.catalog import CatalogService, IndexBuilder
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
 from toolsearch.metatools import MetaTools
+from toolsearch.outcomes import MemoryOutcomes, OutcomeMemory, RedisOutcomes, SearchOutcomes
 from toolsearch.policy import ToolPolicy
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.server import McpServer
@@ -27,6 +28,7 @@ class Proxy:
     catalogs: CatalogService
     server: McpServer
     telemetry: Telemetry
+    outcomes: SearchOutcomes
 
     @classmethod
     def from_settings(cls, settings: Settings, telemetry: Telemetry | None = None) -> Proxy:
@@ -44,17 +46,21 @@ class Proxy:
         )
         interner = ToolInterner()
         store = _catalog_store(settings, interner)
+        identifier = _identifier(settings)
         catalogs = CatalogService(
             upstream,
             store,
             _index_builder(settings, store, telemetry),
             ttl=settings.catalog_ttl,
             max_materialized=settings.max_cached_catalogs,
-            identifier=_identifier(settings),
+            identifier=identifier,
             interner=interner,
             telemetry=telemetry,
         )
         telemetry.observe_store_errors(lambda: getattr(store, "failures", 0))
+        outcomes = SearchOutcomes(
+            _outcome_memory(store), identifier, telemetry, window=settings.search_outcome_window
+        )
         policy = ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools))
         metatools = MetaTools(
             catalogs,
@@ -63,6 +69,7 @@ class Proxy:
             max_batch_calls=settings.max_batch_calls,
             search_schemas=settings.search_schemas,
             telemetry=telemetry,
+            outcomes=outcomes,
         )
         server = McpServer(
             metatools,
@@ -73,10 +80,16 @@ class Proxy:
             telemetry=telemetry,
         )
         return cls(
-            settings=settings, upstream=upstream, catalogs=catalogs, server=server, telemetry=telemetry
+            settings=settings,
+            upstream=upstream,
+            catalogs=catalogs,
+            server=server,
+            telemetry=telemetry,
+            outcomes=outcomes,
         )
 
     async def aclose(self) -> None:
+        await self.outcomes.aclose()
         await self.catalogs.aclose()
         await self.upstream.aclose()
         self.telemetry.shutdown()
@@ -94,6 +107,13 @@ def _catalog_store(settings: Settings, interner: ToolInterner) -> CatalogStore:
         ttl=settings.redis_ttl,
         timeout=settings.redis_timeout,
     )
+
+
+def _outcome_memory(store: CatalogStore) -> OutcomeMemory:
+    """Search outcomes live where catalogs do, so that replicas sharing a Redis link them too."""
+    from toolsearch.redis_store import RedisCatalogStore
+
+    return RedisOutcomes(store) if isinstance(store, RedisCatalogStore) else MemoryOutcomes()
 
 
 def _index_builder(settings: Settings, store: CatalogStore, telemetry: Telemetry) -> IndexBuilder:

@@ -265,6 +265,17 @@ class RedisCatalogStore:
             with suppress(StoreUnavailable, _Corrupt):
                 await self._ask(lambda: self._release(keys=[lock_key], args=[owner]))
 
+    async def evaluate(self, script: str, kind: str, name: str, *args: Any) -> Any:
+        """Run the Lua `script` on the one key `<prefix><kind>:<name>` (search outcomes keep their
+        records so) within the store's timeout and outage handling: `StoreUnavailable` when Redis
+        cannot be asked; a key of another type is deleted and answers None."""
+        key = self._key(kind, name)
+        try:
+            return await self._ask(lambda: self._redis.eval(script, 1, key, *args))
+        except _Corrupt:
+            await self._discard(key)
+            return None
+
     # -- embeddings --------------------------------------------------------------------------------
 
     async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:

@@ -157,6 +157,20 @@ class Settings(BaseSettings):
         description="Claims that decide which tools a caller sees; with issuer and subject they make the "
         "catalog identity (--catalog-identity jwt).",
     )
+    search_outcome_window: float = Field(
+        300.0,
+        gt=0,
+        le=3600,
+        description="Seconds after a search within which the caller's next tool call is judged against "
+        "its answer (followed, at which rank, or not); no call by then counts the search as unfollowed. "
+        "Only the answer's tool names are kept, never the query.",
+    )
+    stats: bool = Field(
+        False,
+        description="Serve GET /stats: what callers did with search answers (share followed by a call of "
+        "a result, by rank; tools most often called without search; abstentions), as JSON, next to "
+        "/metrics and like it without authentication.",
+    )
     shutdown_grace: float = Field(
         10.0,
         ge=0,

@@ -40,6 +40,7 @@ CATALOG_RESULT: Final = "toolsearch.catalog.result"
 _PROPAGATOR = TraceContextTextMapPropagator()
 _LATENCY_BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _EMBEDDING_BUCKETS: Final = (0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600)
+_RANK_BUCKETS: Final = (0, 1, 2, 3, 4, 5, 8, 10, 15, 25)
 
 
 def _otlp_configured(kind: str) -> bool:
@@ -110,6 +111,34 @@ class Telemetry:
         )
         self.catalog_listing_duration = histogram(
             "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
+        )
+        # What callers do with search answers (outcomes.py): counts and ranks, never a tool's name.
+        self.search_followed = meter.create_histogram(
+            "toolsearch.search.followed",
+            unit="{rank}",
+            description="Searches followed by a call: the called tool's rank in the answer (1 = best), "
+            "by outcome (followed: it was shown; not_in_results: it was not, recorded as 0).",
+            explicit_bucket_boundaries_advisory=_RANK_BUCKETS,
+        )
+        self.search_retried = meter.create_counter(
+            "toolsearch.search.retried", description="Searches followed by another search before any call."
+        )
+        self.search_unfollowed = meter.create_counter(
+            "toolsearch.search.unfollowed", description="Searches followed by no call within the window."
+        )
+        self.search_abstained = meter.create_counter(
+            "toolsearch.search.abstained", description="Searches answered: no tool matches this request well."
+        )
+        self.search_empty = meter.create_counter(
+            "toolsearch.search.empty", description="Searches answered with no tool at all."
+        )
+        self.call_without_search = meter.create_counter(
+            "toolsearch.call.without_search",
+            description="Calls of a tool that no search showed the caller within the window.",
+        )
+        self.call_unknown_tool = meter.create_counter(
+            "toolsearch.call.unknown_tool",
+            description="Calls of a name the catalog lacks, by outcome: typo (one tool meant) or missing.",
         )
 
     def observe_embedding(self, pending: Callable[[], int]) -> Callable[[float, bool], None]:

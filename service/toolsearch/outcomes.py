@@ -1,0 +1,369 @@
+"""What callers do with search answers, measured without recording what they asked.
+
+For each caller (by its catalog identity) the names of the tools its last `search_tools` answer
+showed are kept for `window` seconds; the query never is. The caller's next call of an upstream tool
+ends that search as *followed*: by a tool of the answer, at its rank (1 = best; with several queries,
+its best rank in any of them), or by a tool the answer did not show. A new search before any call
+ends it as *retried*; no call within the window, as *unfollowed*. A call of a tool that no search
+showed the caller within the window of its last search is a call *without search*; a call of a name
+the catalog lacks (a typo of one tool, or missing) is an *unknown tool* and ends nothing, since the
+caller usually corrects it next.
+
+The state is one small record per caller, in this process or, with Redis, in the shared store under
+`outcome:<identity>` (expiring shortly after the window), so that a search answered by one replica
+and the call that follows it through another are linked. The replica that answered a search ends it
+as unfollowed when the window passes (a replica that dies takes that count with it). During a Redis
+outage each replica keeps its own records.
+
+Metrics carry counts and ranks only. The tools most often called without search, and those called
+right after a search that did not show them, are counted by name in this process only, for `/stats`
+and `toolsearch stats` (bounded, like everything else here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+import orjson
+
+from toolsearch.identity import Identifier, TokenIdentifier
+from toolsearch.store import StoreUnavailable
+from toolsearch.telemetry import OUTCOME, Telemetry
+from toolsearch.upstream import CallerHeaders
+
+_GRACE_SECONDS: Final = 30.0
+"""How much longer than the window a caller's record lives, so the window's end always finds it."""
+_MAX_CALLERS: Final = 100_000
+_MAX_NAMED: Final = 1_000
+"""Most distinct tool names counted for `/stats`; calls of further tools count under `OTHER`."""
+OTHER: Final = "(other tools)"
+TOP: Final = 10
+
+FOLLOWED: Final = "followed"
+NOT_IN_RESULTS: Final = "not_in_results"
+RETRIED: Final = "retried"
+UNFOLLOWED: Final = "unfollowed"
+
+
+class OutcomeMemory(Protocol):
+    """Each caller's pending search and the tools searches showed it; each method is atomic."""
+
+    async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
+        """Make `search` (its tools' ranks) the caller's pending search; True when it replaced one."""
+        ...
+
+    async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
+        """End the caller's pending search for a call of `name`: its ranks, or None when none was
+        pending; and whether a search within the window showed `name`."""
+        ...
+
+    async def expire(self, caller: str, search: str) -> bool:
+        """End `search` as unfollowed: True when it was still pending."""
+        ...
+
+
+@dataclass(slots=True)
+class _Record:
+    search: str | None
+    ranks: dict[str, int]
+    shown: set[str]
+    expires_at: float
+
+
+class MemoryOutcomes:
+    """`OutcomeMemory` in this process, least recently active callers dropped beyond `max_callers`."""
+
+    def __init__(self, max_callers: int = _MAX_CALLERS, clock: Callable[[], float] = time.monotonic) -> None:
+        self._records: OrderedDict[str, _Record] = OrderedDict()
+        self._max_callers = max_callers
+        self._clock = clock
+
+    async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
+        record = self._live(caller)
+        replaced = record is not None and record.search is not None
+        shown = record.shown if record is not None else set()
+        shown.update(ranks)
+        self._records[caller] = _Record(search, dict(ranks), shown, self._clock() + window + _GRACE_SECONDS)
+        self._records.move_to_end(caller)
+        while len(self._records) > self._max_callers:
+            self._records.popitem(last=False)
+        return replaced
+
+    async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
+        record = self._live(caller)
+        if record is None:
+            return None, False
+        ranks = record.ranks if record.search is not None else None
+        record.search, record.ranks = None, {}
+        return ranks, name in record.shown
+
+    async def expire(self, caller: str, search: str) -> bool:
+        record = self._records.get(caller)
+        if record is None or record.search != search:
+            return False
+        record.search, record.ranks = None, {}
+        return True
+
+    def _live(self, caller: str) -> _Record | None:
+        record = self._records.get(caller)
+        if record is not None and record.expires_at <= self._clock():
+            del self._records[caller]
+            return None
+        return record
+
+
+# One hash per caller: `search` (the pending search's id), `ranks` (its tools' ranks, JSON) and a
+# `shown:<tool>` field per tool shown within the window. One key per script, as a cluster wants.
+_BEGIN = """
+local replaced = redis.call('HEXISTS', KEYS[1], 'search')
+redis.call('HSET', KEYS[1], 'search', ARGV[1], 'ranks', ARGV[2])
+for i = 4, #ARGV do redis.call('HSET', KEYS[1], 'shown:' .. ARGV[i], 1) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return replaced
+"""
+_END = """
+local ranks = redis.call('HGET', KEYS[1], 'ranks')
+redis.call('HDEL', KEYS[1], 'search', 'ranks')
+return {ranks or false, redis.call('HEXISTS', KEYS[1], 'shown:' .. ARGV[1])}
+"""
+_EXPIRE = """
+if redis.call('HGET', KEYS[1], 'search') ~= ARGV[1] then return 0 end
+redis.call('HDEL', KEYS[1], 'search', 'ranks')
+return 1
+"""
+
+
+class ScriptRunner(Protocol):
+    async def evaluate(self, script: str, kind: str, name: str, *args: Any) -> Any: ...
+
+
+class RedisOutcomes:
+    """`OutcomeMemory` in the shared store; while the store is unavailable, in this process."""
+
+    def __init__(self, store: ScriptRunner) -> None:
+        self._store = store
+        self._local = MemoryOutcomes()
+
+    async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
+        ttl_ms = int((window + _GRACE_SECONDS) * 1000)
+        try:
+            replaced = await self._store.evaluate(
+                _BEGIN, "outcome", caller, search, orjson.dumps(ranks), ttl_ms, *ranks
+            )
+        except StoreUnavailable:
+            return await self._local.begin(caller, search, ranks, window)
+        return bool(replaced)
+
+    async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
+        try:
+            answer = await self._store.evaluate(_END, "outcome", caller, name)
+        except StoreUnavailable:
+            return await self._local.end(caller, name)
+        if not answer:  # the entry was corrupt, and is gone
+            return None, False
+        raw, shown = answer
+        ranks = orjson.loads(raw) if raw else None
+        return (ranks if isinstance(ranks, dict) else None), bool(shown)
+
+    async def expire(self, caller: str, search: str) -> bool:
+        try:
+            return bool(await self._store.evaluate(_EXPIRE, "outcome", caller, search))
+        except StoreUnavailable:
+            return await self._local.expire(caller, search)
+
+
+class _NamedCounts:
+    """Calls by tool name, at most `_MAX_NAMED` names (upstream names are unbounded)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def add(self, name: str) -> None:
+        if name not in self.counts and len(self.counts) >= _MAX_NAMED:
+            name = OTHER
+        self.counts[name] += 1
+
+
+@dataclass(slots=True)
+class _Tally:
+    searches: int = 0
+    abstained: int = 0
+    empty: int = 0
+    ended: Counter[str] = field(default_factory=Counter)
+    ranks: Counter[int] = field(default_factory=Counter)
+    calls: int = 0
+    without_search: _NamedCounts = field(default_factory=_NamedCounts)
+    not_in_results: _NamedCounts = field(default_factory=_NamedCounts)
+    unknown: Counter[str] = field(default_factory=Counter)
+
+
+class SearchOutcomes:
+    """Records what follows each search; `counts()` and `report()` are what `/stats` serves."""
+
+    def __init__(
+        self,
+        memory: OutcomeMemory,
+        identifier: Identifier,
+        telemetry: Telemetry,
+        *,
+        window: float = 300.0,
+    ) -> None:
+        self._memory = memory
+        self._identifier = identifier
+        self._telemetry = telemetry
+        self.window = window
+        self._tally = _Tally()
+        self._deadlines: deque[tuple[float, str, str]] = deque()  # in order: every search waits `window`
+        self._sweeper: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+
+    @classmethod
+    def in_process(cls, telemetry: Telemetry, *, window: float = 300.0) -> SearchOutcomes:
+        """Outcomes kept in this process, callers known by their token's hash."""
+        return cls(MemoryOutcomes(), TokenIdentifier(), telemetry, window=window)
+
+    async def searched(self, caller: CallerHeaders, results: Sequence[Mapping[str, Any]]) -> None:
+        """A `search_tools` answer: each query's result, with its `tools` and `matched`. Abstained:
+        every query was answered "no tool matches well"; empty: no query was answered with a tool."""
+        ranks: dict[str, int] = {}
+        for result in results:
+            for rank, tool in enumerate(result["tools"], start=1):
+                ranks[tool["name"]] = min(rank, ranks.get(tool["name"], rank))
+        self._tally.searches += 1
+        if not ranks:
+            self._tally.empty += 1
+            self._telemetry.search_empty.add(1)
+        elif all(result.get("matched") is False for result in results):
+            self._tally.abstained += 1
+            self._telemetry.search_abstained.add(1)
+        key = await self._key(caller)
+        search = secrets.token_hex(8)
+        if await self._memory.begin(key, search, ranks, self.window):
+            self._end(RETRIED)
+        self._deadlines.append((time.monotonic() + self.window, key, search))
+        self._wake_sweeper()
+
+    async def called(self, caller: CallerHeaders, name: str) -> None:
+        """A call of `name`, a tool of the caller's catalog."""
+        self._tally.calls += 1
+        ranks, shown = await self._memory.end(await self._key(caller), name)
+        if ranks is not None:
+            rank = ranks.get(name)
+            found = rank is not None
+            self._end(FOLLOWED if found else NOT_IN_RESULTS)
+            self._telemetry.search_followed.record(
+                rank or 0, {OUTCOME: FOLLOWED if found else NOT_IN_RESULTS}
+            )
+            if found:
+                self._tally.ranks[rank] += 1
+            else:
+                self._tally.not_in_results.add(name)
+        elif not shown:
+            self._tally.without_search.add(name)
+            self._telemetry.call_without_search.add(1)
+
+    def unknown_tool(self, *, typo: bool) -> None:
+        """A call of a name the caller's catalog lacks: a typo of one of its tools, or missing."""
+        reason = "typo" if typo else "missing"
+        self._tally.unknown[reason] += 1
+        self._telemetry.call_unknown_tool.add(1, {OUTCOME: reason})
+
+    def counts(self) -> dict[str, Any]:
+        """This process's counts since it started, in the form `merge_counts` adds up."""
+        tally = self._tally
+        return {
+            "window_seconds": self.window,
+            "searches": tally.searches,
+            "abstained": tally.abstained,
+            "empty": tally.empty,
+            "ended": {kind: tally.ended[kind] for kind in (FOLLOWED, NOT_IN_RESULTS, RETRIED, UNFOLLOWED)},
+            "followed_by_rank": {str(rank): count for rank, count in sorted(tally.ranks.items())},
+            "calls": tally.calls,
+            "unknown_tool": {reason: tally.unknown[reason] for reason in ("typo", "missing")},
+            "called_without_search": dict(tally.without_search.counts),
+            "called_not_in_results": dict(tally.not_in_results.counts),
+        }
+
+    def report(self) -> dict[str, Any]:
+        return report(self.counts())
+
+    async def aclose(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+
+    def _end(self, kind: str) -> None:
+        self._tally.ended[kind] += 1
+        if kind == RETRIED:
+            self._telemetry.search_retried.add(1)
+        elif kind == UNFOLLOWED:
+            self._telemetry.search_unfollowed.add(1)
+
+    async def _key(self, caller: CallerHeaders) -> str:
+        return (await self._identifier.identify(caller.authorization)).key
+
+    def _wake_sweeper(self) -> None:
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.create_task(self._sweep())
+        self._wake.set()
+
+    async def _sweep(self) -> None:
+        """End each search whose window has passed, if nothing else ended it."""
+        while True:
+            while not self._deadlines:
+                self._wake.clear()
+                await self._wake.wait()
+            deadline, key, search = self._deadlines[0]
+            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
+            self._deadlines.popleft()
+            if await self._memory.expire(key, search):
+                self._end(UNFOLLOWED)
+
+
+def report(counts: Mapping[str, Any]) -> dict[str, Any]:
+    """`counts` with the shares an operator reads: searches followed by a result, by rank, the
+    abstention rate, and the tools most often called without search."""
+    ended = sum(counts["ended"].values())
+    kinds = counts["ended"]
+
+    def share(part: int, whole: int) -> float | None:
+        return round(part / whole, 4) if whole else None
+
+    def top(named: Mapping[str, int]) -> list[dict[str, Any]]:
+        return [{"name": name, "calls": calls} for name, calls in Counter(named).most_common(TOP)]
+
+    return {
+        "counts": dict(counts),
+        "followed_by_a_result": share(kinds.get(FOLLOWED, 0), ended),
+        "followed_by_rank": {rank: share(count, ended) for rank, count in counts["followed_by_rank"].items()},
+        "followed_by_another_tool": share(kinds.get(NOT_IN_RESULTS, 0), ended),
+        "retried": share(kinds.get(RETRIED, 0), ended),
+        "unfollowed": share(kinds.get(UNFOLLOWED, 0), ended),
+        "abstention_rate": share(counts["abstained"], counts["searches"]),
+        "most_called_without_search": top(counts["called_without_search"]),
+        "most_called_not_in_results": top(counts["called_not_in_results"]),
+    }
+
+
+def merge_counts(replicas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The sum of several replicas' `counts()` (their windows should be equal; the largest is kept)."""
+    merged: dict[str, Any] = {}
+    for counts in replicas:
+        for key, value in counts.items():
+            if key == "window_seconds":
+                merged[key] = max(value, merged.get(key, value))
+            elif isinstance(value, Mapping):
+                total = merged.setdefault(key, {})
+                for name, count in value.items():
+                    total[name] = total.get(name, 0) + count
+            else:
+                merged[key] = merged.get(key, 0) + value
+    return merged
