@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from mcp.shared.exceptions import MCPError
+
 from tests.conftest import TOKEN_X, TOKEN_Y, call_json, call_text, connect
 
 
@@ -34,10 +37,11 @@ async def test_a_caller_cannot_call_another_callers_tool(proxy_url: str, upstrea
     arguments = {"name": "github_create_issue", "arguments": {"owner": "o", "repo": "r", "title": "t"}}
     async with connect(proxy_url, TOKEN_Y) as client:
         is_error, text = await call_text(client, "call_write_tool", arguments)
-        direct = await client.call_tool("github_create_issue", arguments["arguments"])
+        with pytest.raises(MCPError) as direct:
+            await client.call_tool("github_create_issue", arguments["arguments"])
     assert is_error
     assert "There is no tool named 'github_create_issue'" in text
-    assert direct.is_error
+    assert direct.value.error.code == -32602
     assert len(upstream[1].calls) == calls_before
 
 

@@ -195,14 +195,14 @@ def test_invalid_requests_get_32600(proxy_url: str, message: Any) -> None:
 
 
 def test_unknown_method_gets_32601(proxy_url: str) -> None:
-    response = _post(proxy_url, {"jsonrpc": "2.0", "id": 1, "method": "resources/list"})
+    response = _post(proxy_url, {"jsonrpc": "2.0", "id": 1, "method": "unknown/method"})
     assert response.json() == {
         "jsonrpc": "2.0",
         "id": 1,
         "error": {
             "code": -32601,
-            "message": "Method not found: 'resources/list'. toolsearch serves tools only "
-            "(initialize, server/discover, tools/list, tools/call, ping).",
+            "message": "Method not found: 'unknown/method'. toolsearch serves initialize, ping, tools/list "
+            "and tools/call in protocol versions before 2026-07-28.",
         },
     }
 

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 _READY_CACHE_SECONDS = 2.0
 _PASSED_AUTH_HEADERS = ("www-authenticate", "content-type")
+_ACCEPTS_JSON = {"application/json", "application/*", "*/*"}
 
 
 def _json(value: Any, status: int = 200) -> Response:
@@ -61,6 +62,24 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _media_refusal(request: Request) -> JsonRpcError | None:
+    """406 when the caller's `Accept` rules out JSON (the only thing answered), 415 for a body that
+    says it is not JSON. A request without either header is taken as JSON, as HTTP allows."""
+    accept = request.headers.get("accept")
+    if accept is not None and not _ACCEPTS_JSON & {
+        part.split(";")[0].strip().lower() for part in accept.split(",")
+    }:
+        return JsonRpcError(
+            INVALID_REQUEST, "Not Acceptable: the client must accept application/json", http_status=406
+        )
+    content_type = request.headers.get("content-type")
+    if content_type is not None and content_type.split(";")[0].strip().lower() != "application/json":
+        return JsonRpcError(
+            INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json", http_status=415
+        )
+    return None
+
+
 def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAPI:
     """The HTTP application; the proxy's parts are created when it starts and closed when it stops."""
     proxy = Proxy.from_settings(settings, telemetry)
@@ -84,6 +103,9 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
             return _rpc_error(
                 JsonRpcError(INVALID_REQUEST, "Forbidden: this Origin is not allowed", http_status=403)
             )
+        refused = _media_refusal(request)
+        if refused is not None:
+            return _rpc_error(refused)
         try:
             body = await _read_body(request, settings.max_request_bytes)
         except _BodyTooLarge:

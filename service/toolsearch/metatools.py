@@ -16,9 +16,11 @@ from typing import Any, Final
 import orjson
 
 from toolsearch.catalog import Catalog, CatalogService, caller_key
+from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
+from toolsearch.protocol import without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool, tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
@@ -43,6 +45,10 @@ MAX_QUERY_CHARS: Final = 1000
 _NO_GOOD_MATCH: Final = (
     "No tool matches this request well; the closest are shown, marked weak. Use one only if its "
     "description fits; otherwise tell the user that no available tool does this."
+)
+_NO_MATCH: Final = (
+    "No tool matches this request. Search again in other words; if nothing fits, tell the user that "
+    "no available tool does this."
 )
 _DESCRIPTION_CHARS: Final = 240
 _ERROR_CHARS: Final = 2000
@@ -232,7 +238,9 @@ class MetaTools:
                 raise
             except UpstreamError as exc:
                 return _catalog_unavailable(exc)
-            return await self._call_upstream(catalog, name, arguments, caller, require_read_only=False)
+            return await self._call_upstream(
+                catalog, name, arguments, caller, require_read_only=False, direct=True
+            )
         started = time.perf_counter()
         if not isinstance(arguments, dict):
             return error_result(f"Arguments of {name} must be a JSON object.")
@@ -282,7 +290,10 @@ class MetaTools:
                 shown.add(tool.name)
                 tools.append(entry)
             result: dict[str, Any] = {"query": query, "tools": tools}
-            if hits and hits[0].weak:
+            if not hits:
+                result["matched"] = False
+                result["note"] = _NO_MATCH
+            elif hits[0].weak:
                 result["matched"] = False
                 result["note"] = _NO_GOOD_MATCH
             results.append(result)
@@ -360,10 +371,16 @@ class MetaTools:
         caller: CallerHeaders,
         *,
         require_read_only: bool,
+        direct: bool = False,
     ) -> dict[str, Any]:
+        """Call `name` for the model (problems come back as `isError` results it can read) or, when
+        `direct` (a `tools/call` by the tool's real name), as the upstream would: an unknown tool and
+        the upstream's JSON-RPC errors are JSON-RPC errors."""
         tool = catalog.get(name)
         if tool is None:
-            return self._unknown_tool(catalog, name)
+            if direct:
+                raise JsonRpcError(INVALID_PARAMS, self._unknown_tool(catalog, name))
+            return error_result(self._unknown_tool(catalog, name))
         await self._outcomes.called(caller, name)
         if require_read_only and not self._policy.is_read_only(tool):
             return error_result(
@@ -382,10 +399,14 @@ class MetaTools:
             )
         except UpstreamRpcError as exc:
             _log_call(name, "upstream_error", started)
+            if direct:
+                raise JsonRpcError(exc.code, exc.message, exc.data) from None
             message = excerpt(exc.message, _ERROR_CHARS)
-            if exc.code == -32602:
-                return _schema_error(name, [message], tool.input_schema, upstream=True)
-            return error_result(f"The upstream answered {name} with error {exc.code}: {message}")
+            if exc.code == INVALID_PARAMS:
+                result = _schema_error(name, [message], tool.input_schema, upstream=True)
+            else:
+                result = error_result(f"The upstream answered {name} with error {exc.code}: {message}")
+            return {**result, "structuredContent": {"error": _upstream_error(exc, message)}}
         except UpstreamAuthError:
             raise
         except UpstreamError as exc:
@@ -396,18 +417,14 @@ class MetaTools:
         _log_call(name, "error" if result.get("isError") else "ok", started)
         return _passed_through(result)
 
-    def _unknown_tool(self, catalog: Catalog, name: str) -> dict[str, Any]:
+    def _unknown_tool(self, catalog: Catalog, name: str) -> str:
         meant = intended_name(name, catalog.names)
         self._outcomes.unknown_tool(typo=meant is not None)
         if meant is not None:
-            return error_result(
-                f"There is no tool named {name!r}. Did you mean {meant!r}? Call it by that name."
-            )
+            return f"There is no tool named {name!r}. Did you mean {meant!r}? Call it by that name."
         similar = similar_names(name, catalog.names)
         hint = f" Similar names: {', '.join(similar)}." if similar else ""
-        return error_result(
-            f"There is no tool named {name!r}.{hint} Use search_tools to find the right tool."
-        )
+        return f"There is no tool named {name!r}.{hint} Use search_tools to find the right tool."
 
     def _summary(self, tool: Tool) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": tool.name}
@@ -476,10 +493,18 @@ def _schema_error(
 
 
 def _passed_through(result: dict[str, Any]) -> dict[str, Any]:
-    """The upstream's tool result as it came, less the fields that describe the upstream's own envelope."""
+    """The upstream's tool result as it came, less the upstream's own protocol envelope."""
     if result.get("resultType") not in (None, "complete"):
         return error_result("The tool asked for interactive input, which toolsearch does not relay yet.")
-    return {key: value for key, value in result.items() if key != "resultType"}
+    return without_envelope(result)
+
+
+def _upstream_error(exc: UpstreamRpcError, message: str) -> dict[str, Any]:
+    """An upstream JSON-RPC error as a meta-tool's `structuredContent` shows it to the model."""
+    error: dict[str, Any] = {"code": exc.code, "message": message}
+    if exc.data is not None:
+        error["data"] = abridged(exc.data, "/error/data")[0]
+    return error
 
 
 def _log_call(tool: str, outcome: str, started: float) -> None:

@@ -8,7 +8,16 @@ from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from toolsearch import __version__
-from toolsearch.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, JsonRpcError
+from toolsearch.jsonrpc import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JsonRpcError,
+)
 
 Era = Literal["legacy", "modern"]
 
@@ -24,6 +33,7 @@ PROTOCOL_VERSION_META: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_META: Final = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
 SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
+_RESERVED_META: Final = "io.modelcontextprotocol/"
 
 VERSION_HEADER: Final = "mcp-protocol-version"
 METHOD_HEADER: Final = "mcp-method"
@@ -32,6 +42,21 @@ SESSION_HEADER: Final = "mcp-session-id"
 
 NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SERVER_INFO: Final = {"name": "toolsearch", "version": __version__}
+
+REMOVED_MODERN_METHODS: Final = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+"""Requests 2026-07-28 dropped (the handshake, ping, per-session state): method not found there."""
+MODERN_ERROR_STATUS: Final = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+"""The HTTP status of a 2026-07-28 JSON-RPC error, by code (other codes: 200)."""
 
 _BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
@@ -67,36 +92,65 @@ def unsupported_version(requested: object) -> JsonRpcError:
     )
 
 
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header's value without the optional whitespace around it, which is not part of it (RFC 9110)."""
+    value = headers.get(name)
+    return value.strip(" \t") if value is not None else None
+
+
 def request_era(method: str, params: Mapping[str, Any], headers: Mapping[str, str] | None) -> Era:
-    """The era a request speaks: `initialize` is legacy; per-request `_meta` or a modern header, modern."""
-    if method == "initialize":
-        return "legacy"
+    """The era a request speaks: per-request `_meta`, a modern header or `server/discover` make it
+    modern; anything else (a plain `initialize` above all) is legacy."""
     meta = params.get("_meta")
     if isinstance(meta, Mapping) and PROTOCOL_VERSION_META in meta:
         return "modern"
-    if method == "server/discover":
+    if headers is not None and header(headers, VERSION_HEADER) in MODERN_VERSIONS:
         return "modern"
-    if headers is not None and headers.get(VERSION_HEADER) in MODERN_VERSIONS:
-        return "modern"
-    return "legacy"
+    return "modern" if method == "server/discover" else "legacy"
 
 
 def check_modern_request(method: str, params: Mapping[str, Any], headers: Mapping[str, str] | None) -> str:
-    """Validate a modern request's envelope (and its HTTP headers, when on HTTP); return its version."""
+    """Validate a modern request's envelope (and its HTTP headers, when on HTTP); return its version.
+
+    The order is the spec's: the `_meta` envelope, then the headers against the body, then the
+    version, then whether the era has the method at all."""
     meta = params.get("_meta")
-    if not isinstance(meta, Mapping) or PROTOCOL_VERSION_META not in meta:
+    missing = (
+        [key for key in (PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META) if key not in meta]
+        if isinstance(meta, Mapping)
+        else [PROTOCOL_VERSION_META, CLIENT_CAPABILITIES_META]
+    )
+    if missing:
         raise JsonRpcError(
             INVALID_PARAMS,
-            f"Invalid params: params._meta must carry {PROTOCOL_VERSION_META!r} "
-            f"and {CLIENT_CAPABILITIES_META!r}",
+            f"Invalid params: params._meta lacks {' and '.join(map(repr, missing))}",
             http_status=400,
         )
+    assert isinstance(meta, Mapping)
     version = meta[PROTOCOL_VERSION_META]
     if headers is not None:
         _check_modern_headers(method, params, version, headers)
     if version not in MODERN_VERSIONS:
         raise unsupported_version(version)
+    if method in REMOVED_MODERN_METHODS:
+        raise method_not_found(method, "modern")
     return version
+
+
+def method_not_found(method: str, era: Era) -> JsonRpcError:
+    """-32601 for a method the caller's era lacks or toolsearch does not serve (404 on 2026-07-28)."""
+    handshake = "server/discover" if era == "modern" else "initialize, ping"
+    return JsonRpcError(
+        METHOD_NOT_FOUND,
+        f"Method not found: {method!r}. toolsearch serves {handshake}, tools/list and tools/call "
+        f"in protocol {'2026-07-28' if era == 'modern' else 'versions before 2026-07-28'}.",
+        http_status=modern_status(METHOD_NOT_FOUND) if era == "modern" else 200,
+    )
+
+
+def modern_status(code: int, default: int = 200) -> int:
+    """The HTTP status a 2026-07-28 error with this JSON-RPC code is answered with."""
+    return MODERN_ERROR_STATUS.get(code, default)
 
 
 def _check_modern_headers(
@@ -105,14 +159,14 @@ def _check_modern_headers(
     def mismatch(message: str) -> JsonRpcError:
         return JsonRpcError(HEADER_MISMATCH, f"Header mismatch: {message}", http_status=400)
 
-    header_version = headers.get(VERSION_HEADER)
+    header_version = header(headers, VERSION_HEADER)
     if header_version is None:
         raise mismatch("the MCP-Protocol-Version header is required")
     if header_version != version:
         raise mismatch(
             f"MCP-Protocol-Version header value {header_version!r} does not match body value {version!r}"
         )
-    header_method = headers.get(METHOD_HEADER)
+    header_method = header(headers, METHOD_HEADER)
     if header_method is None:
         raise mismatch("the Mcp-Method header is required")
     if header_method != method:
@@ -121,7 +175,7 @@ def _check_modern_headers(
     if name_key is None:
         return
     body_name = params.get(name_key)
-    header_name = headers.get(NAME_HEADER)
+    header_name = header(headers, NAME_HEADER)
     if header_name is None:
         raise mismatch(f"the Mcp-Name header is required for {method}")
     decoded = decode_header_value(header_name)
@@ -131,9 +185,9 @@ def _check_modern_headers(
 
 def check_legacy_version_header(headers: Mapping[str, str] | None) -> str:
     """The legacy version a request declares in its header (absent: 2025-03-26, as the spec says)."""
-    if headers is None or VERSION_HEADER not in headers:
+    version = header(headers, VERSION_HEADER) if headers is not None else None
+    if version is None:
         return LEGACY_DEFAULT_VERSION
-    version = headers[VERSION_HEADER]
     if version not in LEGACY_VERSIONS:
         raise unsupported_version(version)
     return version
@@ -152,3 +206,17 @@ def complete_result(result: dict[str, Any], era: Era) -> dict[str, Any]:
     else:
         result.pop("resultType", None)
     return result
+
+
+def without_envelope(result: Mapping[str, Any]) -> dict[str, Any]:
+    """An upstream result less the upstream's own protocol envelope (`resultType`, and the
+    `io.modelcontextprotocol/` keys of `_meta` such as its serverInfo); the tool's `_meta` stays."""
+    relayed = {key: value for key, value in result.items() if key != "resultType"}
+    meta = relayed.pop("_meta", None)
+    if isinstance(meta, Mapping):
+        kept = {key: value for key, value in meta.items() if not str(key).startswith(_RESERVED_META)}
+        if kept:
+            relayed["_meta"] = kept
+    elif meta is not None:
+        relayed["_meta"] = meta
+    return relayed

@@ -12,7 +12,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
 from toolsearch.catalog import Catalog, CatalogService
-from toolsearch.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError, Message
+from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError, Message
 from toolsearch.metatools import MetaTools
 from toolsearch.protocol import (
     SERVER_INFO,
@@ -21,6 +21,8 @@ from toolsearch.protocol import (
     check_legacy_version_header,
     check_modern_request,
     complete_result,
+    method_not_found,
+    modern_status,
     negotiate_legacy_version,
     request_era,
 )
@@ -109,29 +111,38 @@ class McpServer:
 
     async def _answer(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         era: Era = request_era(method, params, context.headers)
-        if era == "modern":
-            check_modern_request(method, params, context.headers)
-        elif method != "initialize":
-            check_legacy_version_header(context.headers)
+        try:
+            if era == "modern":
+                check_modern_request(method, params, context.headers)
+            elif method != "initialize":
+                check_legacy_version_header(context.headers)
+            return complete_result(await self._dispatch(method, params, era, context), era)
+        except JsonRpcError as error:
+            if era == "modern":
+                error.http_status = modern_status(error.code, error.http_status)
+            raise
+
+    async def _dispatch(
+        self, method: str, params: dict[str, Any], era: Era, context: RequestContext
+    ) -> dict[str, Any]:
         if method == "initialize":
-            result = await self._initialize(params, context)
-        elif method == "server/discover":
-            result = await self._discover(context)
-        elif method == "tools/list":
-            result = await self._tools_list(era, context)
-        elif method == "tools/call":
-            result = await self._tools_call(params, context)
-        elif method == "ping":
-            result = {}
-        else:
-            raise JsonRpcError(
-                METHOD_NOT_FOUND,
-                f"Method not found: {method!r}. toolsearch serves tools only "
-                "(initialize, server/discover, tools/list, tools/call, ping).",
-            )
-        return complete_result(result, era)
+            return await self._initialize(params, context)
+        if method == "server/discover":
+            return await self._discover(context)
+        if method == "tools/list":
+            if params.get("cursor") is not None:
+                # One page holds every tool shown, so no cursor is one this server gave out.
+                raise JsonRpcError(INVALID_PARAMS, "Invalid params: unknown cursor; tools/list has one page")
+            return await self._tools_list(era, context)
+        if method == "tools/call":
+            return await self._tools_call(params, context)
+        if method == "ping":
+            return {}
+        raise method_not_found(method, era)
 
     async def _initialize(self, params: Mapping[str, Any], context: RequestContext) -> dict[str, Any]:
+        if not isinstance(params.get("protocolVersion"), str):
+            raise JsonRpcError(INVALID_PARAMS, 'Invalid params: initialize needs "protocolVersion", a string')
         return {
             "protocolVersion": negotiate_legacy_version(params.get("protocolVersion")),
             "capabilities": CAPABILITIES,

@@ -109,7 +109,7 @@ def encoded(value: Any) -> bytes:
 def checked_answer(sent: Any, response: httpx.Response) -> dict[str, Any] | None:
     """Assert `response` is a spec-shaped answer to `sent` (no 500, no traceback, JSON-RPC framing,
     the request's valid id echoed); return the JSON-RPC message, or None for a 202 (no body)."""
-    assert response.status_code in (200, 202, 400, 413), (response.status_code, response.text)
+    assert response.status_code in (200, 202, 400, 404, 413), (response.status_code, response.text)
     assert not LEAK_MARKERS.search(response.text), response.text
     if response.status_code == 202:
         assert response.content == b""
