@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import os
 import sys
 import typing
 from collections.abc import Sequence
@@ -64,20 +66,29 @@ def _serve(args: argparse.Namespace) -> int:
         from toolsearch.proxy import Proxy
         from toolsearch.stdio import serve_stdio
 
-        asyncio.run(serve_stdio(Proxy.from_settings(settings)))
-        return 0
-    import uvicorn
+        proxy = Proxy.from_settings(settings)
+        asyncio.run(serve_stdio(proxy))
+    else:
+        import uvicorn
 
-    from toolsearch.app import create_app
+        from toolsearch.app import create_app
 
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=settings.shutdown_grace,
-    )
+        app = create_app(settings)
+        proxy = app.state.proxy
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=settings.shutdown_grace,
+        )
+    # uvicorn re-raises the SIGTERM it handled, which ends the process before this line, except as
+    # PID 1 (a container without an init), where the kernel ignores it. Finalizing the interpreter
+    # while a model run goes on in the embedding thread aborts the process: leave without it then.
+    if proxy.embedding_running:
+        logging.shutdown()
+        os._exit(0)
     return 0
 
 

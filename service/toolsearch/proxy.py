@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from toolsearch.catalog import CatalogService, IndexBuilder
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
@@ -18,7 +20,14 @@ from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
 from toolsearch.upstream import UpstreamClient
 
+if TYPE_CHECKING:
+    from toolsearch.search.progressive import Embedding
+
 logger = logging.getLogger(__name__)
+
+_EMBEDDING_STOP_SECONDS = 5.0
+"""How long closing waits for the embedding thread; it stops after its current model run, which
+takes well under a second."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +38,8 @@ class Proxy:
     server: McpServer
     telemetry: Telemetry
     outcomes: SearchOutcomes
+    embedding: Embedding | None = None
+    """The thread that embeds catalogs for hybrid search (None without a model)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, telemetry: Telemetry | None = None) -> Proxy:
@@ -46,11 +57,12 @@ class Proxy:
         )
         interner = ToolInterner()
         store = _catalog_store(settings, interner)
+        index_builder, embedding = _index_builder(settings, store, telemetry)
         identifier = _identifier(settings)
         catalogs = CatalogService(
             upstream,
             store,
-            _index_builder(settings, store, telemetry),
+            index_builder,
             ttl=settings.catalog_ttl,
             max_materialized=settings.max_cached_catalogs,
             identifier=identifier,
@@ -86,9 +98,19 @@ class Proxy:
             server=server,
             telemetry=telemetry,
             outcomes=outcomes,
+            embedding=embedding,
         )
 
+    @property
+    def embedding_running(self) -> bool:
+        """Whether the embedding thread is still inside a model run (after `aclose` timed out)."""
+        return self.embedding is not None and self.embedding.running
+
     async def aclose(self) -> None:
+        if self.embedding is not None and not await asyncio.to_thread(
+            self.embedding.close, _EMBEDDING_STOP_SECONDS
+        ):
+            logger.warning("the embedding thread did not stop within %g s", _EMBEDDING_STOP_SECONDS)
         await self.outcomes.aclose()
         await self.catalogs.aclose()
         await self.upstream.aclose()
@@ -116,11 +138,14 @@ def _outcome_memory(store: CatalogStore) -> OutcomeMemory:
     return RedisOutcomes(store) if isinstance(store, RedisCatalogStore) else MemoryOutcomes()
 
 
-def _index_builder(settings: Settings, store: CatalogStore, telemetry: Telemetry) -> IndexBuilder:
-    """Hybrid search with the model of --model-dir; without one, lexical search (said once)."""
+def _index_builder(
+    settings: Settings, store: CatalogStore, telemetry: Telemetry
+) -> tuple[IndexBuilder, Embedding | None]:
+    """Hybrid search with the model of --model-dir, and the thread that embeds catalogs for it;
+    without one, lexical search (said once)."""
     if not settings.model_dir:
         logger.info("no --model-dir: search is lexical (BM25) only")
-        return LexicalIndex.build
+        return LexicalIndex.build, None
     from toolsearch.embedding import ModelError, load_model
     from toolsearch.search.hybrid import index_builder
     from toolsearch.search.progressive import Embedding
@@ -142,10 +167,13 @@ def _index_builder(settings: Settings, store: CatalogStore, telemetry: Telemetry
     # With Redis, tool vectors are shared by the replicas; in process, the index keeps its own cache.
     cache = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
-    embedding = Embedding(on_done=telemetry.observe_embedding(lambda: embedding.pending))
-    return index_builder(
+    embedding = Embedding(
+        (embedder, *companions), on_done=telemetry.observe_embedding(lambda: embedding.pending)
+    )
+    builder = index_builder(
         embedder, cache, companions, wait_seconds=settings.embedding_wait, embedding=embedding
     )
+    return builder, embedding
 
 
 def _identifier(settings: Settings) -> Identifier:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolsearch.embedding import ModelError, load_model
+from toolsearch.embedding import EmbedderClosed, ModelError, load_model
 from toolsearch.embedding.manifest import MANIFEST_NAME, MODEL_FILE
 
 from .tiny_models import (
@@ -75,6 +75,13 @@ def test_texts_are_truncated_at_max_tokens(tmp_path: Path) -> None:
 
 def test_no_texts_give_an_empty_matrix(model_dir: Path) -> None:
     assert load_model(model_dir).embed_queries([]).shape == (0, DIMENSIONS)
+
+
+def test_a_closed_embedder_runs_the_model_no_more(model_dir: Path) -> None:
+    embedder = load_model(model_dir)
+    embedder.close()
+    with pytest.raises(EmbedderClosed, match="was closed"):
+        embedder.embed_passages(["find issues"])
 
 
 def test_a_single_string_is_refused_rather_than_embedded_per_character(model_dir: Path) -> None:

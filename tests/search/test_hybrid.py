@@ -294,6 +294,42 @@ def test_the_embedding_thread_reports_each_catalog_it_embeds(tools: list[Tool], 
     assert embedding.pending == 0
 
 
+def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical(
+    tools: list[Tool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_model(tmp_path / "model", tokenizer=_tokenizer())
+    embedder = load_model(tmp_path / "model")
+    started, release = threading.Event(), threading.Event()
+    original = embedder.embed_passages
+
+    def held(texts: list[str]) -> np.ndarray:
+        started.set()
+        release.wait(30)
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_passages", held)
+    embedding = Embedding([embedder])
+    index = index_builder(embedder, embedding=embedding, wait_seconds=0)(tools)
+    assert started.wait(30)
+    threading.Timer(0.1, release.set).start()  # the model run under way ends after `close` began
+    with caplog.at_level(logging.ERROR, logger="toolsearch"):
+        assert embedding.close(timeout=30)
+    assert isinstance(index, ProgressiveIndex)
+    assert index.upgraded.is_set()
+    assert isinstance(index.current, LexicalIndex)
+    assert not embedding.running
+    assert caplog.records == []
+
+
+def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedder: Embedder) -> None:
+    embedding = Embedding()
+    assert embedding.close(timeout=1)
+    index = index_builder(embedder, embedding=embedding, wait_seconds=30)(tools)
+    assert isinstance(index, ProgressiveIndex)
+    assert isinstance(index.current, LexicalIndex)
+    assert embedding.pending == 0
+
+
 def test_query_vectors_embed_the_uncached_queries_together(
     embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,7 +5,7 @@ A model directory holds `model.onnx`, `tokenizer.json` and `toolsearch-model.jso
 `toolsearch model import` (see `commands`) create them.
 """
 
-from toolsearch.embedding.embedder import Embedder, load_model
+from toolsearch.embedding.embedder import Embedder, EmbedderClosed, load_model
 from toolsearch.embedding.manifest import ModelDescription, ModelError, ModelManifest
 
-__all__ = ["Embedder", "ModelDescription", "ModelError", "ModelManifest", "load_model"]
+__all__ = ["Embedder", "EmbedderClosed", "ModelDescription", "ModelError", "ModelManifest", "load_model"]

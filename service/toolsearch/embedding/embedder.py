@@ -28,6 +28,10 @@ _MOST_TEXTS_PER_BATCH = 256
 _ORT_ERRORS_ONLY = 3
 
 
+class EmbedderClosed(RuntimeError):
+    """The embedder was closed: it starts no model run any more."""
+
+
 class Embedder:
     """Embeds texts as L2-normalised float32 rows; safe to share between threads."""
 
@@ -43,6 +47,7 @@ class Embedder:
         canonical = json.dumps(manifest.model_dump(mode="json"), sort_keys=True).encode()
         self.fingerprint = hashlib.sha256(canonical).hexdigest()
         """Identity of the model and of how it is used: equal fingerprints, equal vectors."""
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -58,6 +63,12 @@ class Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, self.manifest.passage_prefix)
 
+    def close(self) -> None:
+        """Start no model run from now on: an embedding under way raises `EmbedderClosed` after its
+        current run (a batch of `batch_tokens`). For shutdown: a thread still inside onnxruntime
+        when the interpreter finalizes aborts the process."""
+        self._closed = True
+
     def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of texts, not a single string")
@@ -72,6 +83,8 @@ class Embedder:
         starts = np.cumsum(lengths) - lengths
         rows = np.zeros((len(token_ids), self.dimensions), dtype=np.float32)
         for chosen in _batches(np.argsort(lengths, kind="stable"), lengths, self._batch_tokens):
+            if self._closed:
+                raise EmbedderClosed(f"the embedding model {self.name} was closed")
             positions = np.arange(max(int(lengths[chosen].max()), 1))
             mask = positions < lengths[chosen, None]
             ids = flat[np.where(mask, starts[chosen, None] + positions, len(flat) - 1)]

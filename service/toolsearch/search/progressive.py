@@ -15,8 +15,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from toolsearch.embedding import Embedder, EmbedderClosed
 from toolsearch.search import SearchHit, SearchIndex
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,8 @@ class ProgressiveIndex:
         Whether it was upgraded. (Whoever calls it sets `upgraded` when done with it.)"""
         try:
             self._current = build()
+        except EmbedderClosed:  # the process is stopping: nothing to report
+            return False
         except Exception:  # any failure of a model run: searches go on with the first index
             logger.exception("a catalog could not be embedded; its search stays lexical (BM25)")
             return False
@@ -53,15 +56,17 @@ EmbeddingDone = Callable[[float, bool], None]
 
 
 class Embedding:
-    """One daemon thread that upgrades indexes in order (a daemon: shutdown never waits for one)."""
+    """One daemon thread that upgrades indexes in order, running `models`, until `close`."""
 
-    def __init__(self, on_done: EmbeddingDone | None = None) -> None:
-        self._jobs: queue.SimpleQueue[tuple[ProgressiveIndex, Callable[[], SearchIndex]]] = (
+    def __init__(self, models: Sequence[Embedder] = (), on_done: EmbeddingDone | None = None) -> None:
+        self._jobs: queue.SimpleQueue[tuple[ProgressiveIndex, Callable[[], SearchIndex]] | None] = (
             queue.SimpleQueue()
         )
+        self._models = tuple(models)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._pending = 0
+        self._closed = False
         self._on_done = on_done
 
     @property
@@ -69,26 +74,53 @@ class Embedding:
         """Catalogs submitted and not embedded yet (searched with BM25 meanwhile)."""
         return self._pending
 
+    @property
+    def running(self) -> bool:
+        """Whether the thread is alive: after `close`, still inside a model run."""
+        return self._thread is not None and self._thread.is_alive()
+
     def submit(self, index: ProgressiveIndex, build: Callable[[], SearchIndex]) -> None:
         """Upgrade `index` to what `build` makes, after the catalogs submitted before it."""
         with self._lock:
+            if self._closed:
+                index.upgraded.set()  # shutting down: the catalog stays lexical
+                return
             self._pending += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="toolsearch-embedding", daemon=True)
                 self._thread.start()
         self._jobs.put((index, build))
 
+    def close(self, timeout: float) -> bool:
+        """Embed nothing more and wait up to `timeout` seconds for the thread to end; whether it did.
+
+        The models are closed, so the catalog under way stops after its current model run, and it
+        and the ones waiting stay lexical. The process must not finalize while the thread is inside
+        onnxruntime: that aborts it ("terminate called without an active exception")."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        for model in self._models:
+            model.close()
+        if thread is None:
+            return True
+        self._jobs.put(None)
+        thread.join(timeout)
+        return not thread.is_alive()
+
     def _run(self) -> None:
-        while True:
-            index, build = self._jobs.get()
+        while (job := self._jobs.get()) is not None:
+            index, build = job
             started = time.perf_counter()
             try:
-                upgraded = index.upgrade(build)
+                upgraded = not self._closed and index.upgrade(build)
                 seconds = time.perf_counter() - started
-                if upgraded:
-                    logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
                 with self._lock:
                     self._pending -= 1
+                if self._closed:
+                    continue
+                if upgraded:
+                    logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
                 if self._on_done is not None:
                     self._on_done(seconds, upgraded)
             except Exception:  # a failing report must not stop the thread that embeds every catalog
