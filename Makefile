@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench system-packages
+.PHONY: demo test lint bench system-packages node-packages
 
 $(BIN)/toolsearch: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,10 @@ demo: $(BIN)/toolsearch $(E5_DIR)/toolsearch-model.json $(USE_DIR)/toolsearch-mo
 system-packages:
 	@./scripts/system-packages.sh
 
-test: $(BIN)/toolsearch system-packages
+node-packages: system-packages
+	@./scripts/node-packages.sh
+
+test: $(BIN)/toolsearch system-packages node-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -q

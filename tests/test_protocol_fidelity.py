@@ -15,7 +15,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import TOKEN_X, connect, running_proxy, running_upstream
+from tests.support.node import everything_server, requires_node
 from tests.support.upstream import modern_request, recorded_tools, response_message
+from toolsearch.demo.serving import free_port
 
 AUTH = {"Authorization": f"Bearer {TOKEN_X}"}
 TIME_ARGS = {"timezone": "Europe/Vilnius"}
@@ -104,6 +106,22 @@ def test_header_values_are_read_without_surrounding_whitespace(proxy_url: str) -
         connection.close()
     assert status == 200, body
     assert "result" in body
+
+
+# Defect 6: an upstream that restarted
+
+
+@requires_node
+async def test_an_upstream_that_forgot_the_session_with_400_gets_a_new_one() -> None:
+    """server-everything (TypeScript SDK) answers an unknown session with 400, not 404."""
+    port = free_port()
+    with running_proxy(f"http://127.0.0.1:{port}/mcp") as proxy:
+        for restart in ("before", "after"):
+            with everything_server(port):
+                async with connect(proxy) as client:
+                    result = await client.call_tool("echo", {"message": restart})
+            assert not result.is_error, result.content[0].text
+            assert restart in result.content[0].text
 
 
 # Defect 7: the upstream's envelope

@@ -446,6 +446,8 @@ class UpstreamClient:
             message = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
             message = None
+        if session and response.status_code == 400 and _names_the_session(message):
+            raise _SessionExpired  # how the TypeScript SDK says it does not know the session
         if not isinstance(message, dict) or ("result" not in message and "error" not in message):
             if 400 <= response.status_code < 500:  # a 5xx says the server is down, not which era it speaks
                 raise _NotJsonRpc(f"upstream answered HTTP {response.status_code}")
@@ -488,7 +490,7 @@ class _NotJsonRpc(UpstreamError):
 
 
 class _SessionExpired(UpstreamError):
-    """HTTP 404 on a request that carried a session id."""
+    """The upstream does not know the session a request carried: HTTP 404, or a 400 that says so."""
 
 
 async def _sse_lines(response: httpx.Response, limit: int) -> AsyncIterator[str]:
@@ -511,6 +513,13 @@ async def _sse_lines(response: httpx.Response, limit: int) -> AsyncIterator[str]
         partial.append(pieces[-1])
     if held_cr:
         yield "".join(partial)
+
+
+def _names_the_session(message: Any) -> bool:
+    """Whether an error answer is about the session ("No valid session ID provided"), not the request."""
+    error = message.get("error") if isinstance(message, dict) else None
+    text = error.get("message") if isinstance(error, dict) else None
+    return isinstance(text, str) and "session" in text.lower()
 
 
 def _describe(exc: httpx.HTTPError) -> str:
