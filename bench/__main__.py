@@ -4,6 +4,7 @@ Sections (each also runs alone, e.g. `python -m bench.tokens --quick`):
 
     tokens      tools/list and search answer sizes (chars / 4, and cl100k_base when available)
     quality     recall@5, MRR@10 and search latency versus the peer; latency versus catalog size
+    adversarial hostile tools (stuffing, instructions, look-alike names...) in the top 1 and 5, recall cost
     throughput  wrk against one and two toolsearch processes (nginx round robin) and the peer
     overhead    a tools/call through toolsearch versus straight to the upstream
     coldstart   a new caller's first request at 1,500 and 5,000 tools
@@ -31,8 +32,8 @@ from bench.options import Options, profile_label
 from bench.processes import SERVICE_DIR
 from bench.report import RESULTS_DIR, Section, machine, print_section, results_path, save
 
-SECTIONS = ("tokens", "quality", "throughput", "overhead", "coldstart", "profile")
-QUICK_SECTIONS = ("tokens", "quality", "throughput", "overhead", "coldstart")
+SECTIONS = ("tokens", "quality", "adversarial", "throughput", "overhead", "coldstart", "profile")
+QUICK_SECTIONS = ("tokens", "quality", "adversarial", "throughput", "overhead", "coldstart")
 
 
 def _parser() -> argparse.ArgumentParser:

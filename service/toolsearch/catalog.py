@@ -26,7 +26,8 @@ from typing import Any, Final
 
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.identity import caller_key as caller_key
-from toolsearch.search import SearchIndex
+from toolsearch.integrity import ToolGuard, suspicious_reasons
+from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
@@ -45,27 +46,39 @@ _MAX_WAIT_SECONDS: Final = 30.0
 class Toolset:
     """A distinct list of tools, shared by every caller who sees exactly these tools."""
 
-    __slots__ = ("__weakref__", "digest", "index", "positions", "tools")
+    __slots__ = ("__weakref__", "digest", "flagged", "index", "positions", "tools")
 
     def __init__(self, tools: tuple[Tool, ...], digest: str, index: SearchIndex) -> None:
         self.tools = tools
         self.digest = digest
         self.index = index
         self.positions = {tool.name: position for position, tool in enumerate(tools)}
+        self.flagged = suspicious_reasons(tools)
+        """Why each flagged tool looks hostile (`integrity.suspicious_reasons`), by name."""
 
 
 class Catalog:
     """One caller's tools, in upstream order, with the search index shared by equal catalogs."""
 
-    __slots__ = ("_toolset", "expires_at", "instructions", "listed_at")
+    __slots__ = ("_guard", "_quarantined", "_toolset", "expires_at", "instructions", "listed_at")
 
     def __init__(
-        self, toolset: Toolset, instructions: str | None, listed_at: float, expires_at: float | None = None
+        self,
+        toolset: Toolset,
+        instructions: str | None,
+        listed_at: float,
+        expires_at: float | None = None,
+        *,
+        guard: ToolGuard | None = None,
+        quarantined: dict[str, str] | None = None,
     ) -> None:
         self._toolset = toolset
         self.instructions = instructions
         self.listed_at = listed_at
         self.expires_at = expires_at
+        self._guard = guard
+        self._quarantined = quarantined or {}
+        """Changed tools of this caller's catalog (name -> listed digest), withheld unless approved."""
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -91,7 +104,30 @@ class Catalog:
         return list(self._toolset.positions)
 
     def search(self, query: str, limit: int) -> list[tuple[Tool, float]]:
-        return [(self.tools[hit.position], hit.score) for hit in self.index.search(query, limit)]
+        return [(self.tools[hit.position], hit.score) for hit in self.hits(query, limit)]
+
+    def hits(self, query: str, limit: int) -> list[SearchHit]:
+        """The index's best `limit` hits for `query`, tools withheld from this caller left out."""
+        withheld = {self._toolset.positions[name] for name in self._withheld()}
+        hits = self.index.search(query, limit + len(withheld))
+        return [hit for hit in hits if hit.position not in withheld][:limit]
+
+    def suspicious(self, name: str) -> tuple[str, ...]:
+        """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""
+        return self._toolset.flagged.get(name, ())
+
+    def withheld(self, name: str) -> str | None:
+        """Why tool `name` is kept from this caller (quarantined, or flagged with --hide-suspicious)."""
+        tool = self.get(name)
+        if tool is None or self._guard is None:
+            return None
+        return self._guard.withheld_reason(name, tool.digest, self._quarantined, self.suspicious(name))
+
+    def _withheld(self) -> list[str]:
+        if self._guard is None:
+            return []
+        candidates = [*self._quarantined, *(self._toolset.flagged if self._guard.hide_suspicious else ())]
+        return [name for name in dict.fromkeys(candidates) if self.withheld(name)]
 
     def record(self) -> CatalogRecord:
         return CatalogRecord(self.tools, self.instructions, self.listed_at, self.expires_at)
@@ -112,8 +148,10 @@ class CatalogService:
         interner: ToolInterner | None = None,
         clock: Callable[[], float] = time.time,
         telemetry: Telemetry | None = None,
+        guard: ToolGuard | None = None,
     ) -> None:
         self._telemetry = telemetry or Telemetry(use_environment=False)
+        self._guard = guard
         self._upstream = upstream
         self._store = store
         self._build_index = index_builder
@@ -263,6 +301,10 @@ class CatalogService:
             logger.warning(
                 "left out %d upstream tools with an empty or duplicate name", len(listing.tools) - len(tools)
             )
+        if self._guard is not None:
+            flagged = await asyncio.to_thread(suspicious_reasons, tools)
+            with suppress(StoreUnavailable):  # pins are checked again at the next listing
+                await self._guard.review(identity.key, tools, flagged)
         shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         logger.info(
             "catalog listed",
@@ -314,7 +356,15 @@ class CatalogService:
         catalog = self._catalogs.get(key)
         if catalog is None or catalog.listed_at < record.listed_at:
             toolset = await self._toolset(record.tools)
-            catalog = Catalog(toolset, record.instructions, record.listed_at, record.expires_at)
+            quarantined = await self._quarantined(key, record.tools)
+            catalog = Catalog(
+                toolset,
+                record.instructions,
+                record.listed_at,
+                record.expires_at,
+                guard=self._guard,
+                quarantined=quarantined,
+            )
             current = self._catalogs.get(key)  # another request may have put a newer one meanwhile
             if current is not None and current.listed_at > catalog.listed_at:
                 catalog = current
@@ -323,6 +373,16 @@ class CatalogService:
         while len(self._catalogs) > self._max_materialized:
             self._catalogs.popitem(last=False)
         return catalog
+
+    async def _quarantined(self, key: str, tools: Sequence[Tool]) -> dict[str, str]:
+        if self._guard is None:
+            return {}
+        try:
+            return await self._guard.quarantined(key, tools)
+        except StoreUnavailable:
+            # Unknown pins: this replica's last word on the caller stands, else nothing is known changed.
+            current = self._catalogs.get(key)
+            return current._quarantined if current is not None else {}
 
     async def _toolset(self, tools: tuple[Tool, ...]) -> Toolset:
         """One toolset (and index) per distinct catalog, built off the event loop so other callers keep
@@ -339,6 +399,7 @@ class CatalogService:
         return await asyncio.shield(task)
 
     async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
-        toolset = Toolset(tools, digest, await asyncio.to_thread(self._build_index, tools))
+        # The index and the flags of a new catalog take a while: off the event loop.
+        toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, self._build_index(tools)))
         self._toolsets[digest] = toolset
         return toolset

@@ -224,7 +224,7 @@ class MetaTools:
         pinned = [
             dict(t.definition)
             for t in catalog.tools
-            if self._policy.is_pinned(t) and t.name not in self._schemas
+            if self._policy.is_pinned(t) and t.name not in self._schemas and not catalog.withheld(t.name)
         ]
         return [*self.definitions, *pinned]
 
@@ -278,11 +278,12 @@ class MetaTools:
             with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
                 started = time.perf_counter()
                 # A model may embed the query: off the event loop, so other callers are not held up.
-                hits = await asyncio.to_thread(catalog.index.search, query, limit)
+                hits = await asyncio.to_thread(catalog.hits, query, limit)
                 self._telemetry.search_duration.record(elapsed(started))
             for rank, hit in enumerate(hits):
                 tool = catalog.tools[hit.position]
                 entry = self._summary(tool)
+                _flag(entry, catalog, tool.name)
                 if hit.weak:
                     entry["weak"] = True
                 if rank < schemas and tool.name not in shown:
@@ -309,6 +310,11 @@ class MetaTools:
                 unknown.append({"name": name, "similar": similar_names(name, catalog.names)})
                 continue
             entry: dict[str, Any] = {"name": tool.name, "readOnly": self._policy.is_read_only(tool)}
+            withheld = catalog.withheld(name)
+            if withheld:
+                tools.append({"name": tool.name, "withheld": withheld})
+                continue
+            _flag(entry, catalog, tool.name)
             for key, value in tool.definition.items():
                 if key != "name":
                     _show(entry, key, value)
@@ -382,6 +388,9 @@ class MetaTools:
                 raise JsonRpcError(INVALID_PARAMS, self._unknown_tool(catalog, name))
             return error_result(self._unknown_tool(catalog, name))
         await self._outcomes.called(caller, name)
+        withheld = catalog.withheld(name)
+        if withheld:
+            return error_result(withheld)
         if require_read_only and not self._policy.is_read_only(tool):
             return error_result(
                 f"{name} is not marked read-only, so call_read_tool(s) refuses it. "
@@ -465,6 +474,13 @@ def _catalog_unavailable(exc: UpstreamError) -> dict[str, Any]:
     return error_result(
         f"The tool catalog could not be listed from the upstream ({reason}). Try again shortly."
     )
+
+
+def _flag(entry: dict[str, Any], catalog: Catalog, name: str) -> None:
+    """Mark `entry` with why its tool looks hostile (`integrity`), if it does."""
+    reasons = catalog.suspicious(name)
+    if reasons:
+        entry["suspicious"] = list(reasons)
 
 
 def _show(entry: dict[str, Any], key: str, value: Any) -> None:

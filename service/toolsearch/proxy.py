@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolsearch.catalog import CatalogService, IndexBuilder
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
+from toolsearch.integrity import Approvals, ToolGuard
 from toolsearch.metatools import MetaTools
 from toolsearch.outcomes import MemoryOutcomes, OutcomeMemory, RedisOutcomes, SearchOutcomes
 from toolsearch.policy import ToolPolicy
@@ -59,6 +61,13 @@ class Proxy:
         store = _catalog_store(settings, interner)
         index_builder, embedding = _index_builder(settings, store, telemetry)
         identifier = _identifier(settings)
+        guard = ToolGuard(
+            store,
+            telemetry,
+            hide_suspicious=settings.hide_suspicious,
+            on_change=settings.on_tool_change,
+            approvals=Approvals(Path(settings.approved_tools) if settings.approved_tools else None),
+        )
         catalogs = CatalogService(
             upstream,
             store,
@@ -68,6 +77,7 @@ class Proxy:
             identifier=identifier,
             interner=interner,
             telemetry=telemetry,
+            guard=guard,
         )
         telemetry.observe_store_errors(lambda: getattr(store, "failures", 0))
         outcomes = SearchOutcomes(

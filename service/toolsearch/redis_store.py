@@ -11,6 +11,8 @@ Layout under a prefix (default `toolsearch:`), every key with a TTL:
 - `vectors:<model>:<digest>`: one tool's embedding under one model, float32 little-endian.
 - `lock:<key>`: the lease of the replica listing `<key>` now (SET NX PX, renewed while it lists,
   deleted only by its owner).
+- `pins:<key>`: a hash, tool name -> the digest first listed for it under `<key>` (`integrity`),
+  kept `PINS_TTL` past the last listing.
 
 On a Redis Cluster the keys spread over the slots by their whole name: no hash tags. Tools and
 vectors are shared by every caller who lists them, so no caller's keys belong together, and one
@@ -81,6 +83,22 @@ _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
 """
+
+
+# KEYS[1] pins; ARGV replace (0/1), ttl ms, then name, digest pairs. Returns each name's digest before.
+_PIN_DIGESTS = """
+local before = {}
+for i = 3, #ARGV, 2 do
+  local pinned = redis.call('HGET', KEYS[1], ARGV[i])
+  before[#before + 1] = pinned or ''
+  if ARGV[1] == '1' or not pinned then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return before
+"""
+PINS_TTL = 90 * 86_400.0
+"""Seconds a catalog's pinned digests outlive its last listing: longer than catalogs, so that a tool
+changed while its callers were away is still noticed."""
 
 
 class _Corrupt(Exception):
@@ -163,6 +181,7 @@ class RedisCatalogStore:
         self._put_catalog = client.register_script(_PUT_CATALOG)
         self._release = client.register_script(_RELEASE)
         self._renew = client.register_script(_RENEW)
+        self._pin_digests = client.register_script(_PIN_DIGESTS)
         self._down_since: float | None = None
         self._retry_at = 0.0
         self.outages = 0
@@ -275,6 +294,18 @@ class RedisCatalogStore:
         except _Corrupt:
             await self._discard(key)
             return None
+
+    async def pin_digests(self, key: str, digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
+        if not digests:
+            return {}
+        pins_key = self._key("pins", key)
+        args = [int(replace), int(PINS_TTL * 1000), *(part for pair in digests.items() for part in pair)]
+        try:
+            before = await self._ask(lambda: self._pin_digests(keys=[pins_key], args=args))
+        except _Corrupt:
+            await self._discard(pins_key)
+            return {}
+        return {name: pinned.decode() for name, pinned in zip(digests, before, strict=True) if pinned}
 
     # -- embeddings --------------------------------------------------------------------------------
 

@@ -49,6 +49,22 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Glob patterns of tools treated as writes even when the upstream marks them read-only.",
     )
+    hide_suspicious: bool = Field(
+        False,
+        description="Keep tools flagged suspicious (text that instructs the model, a name confusable with "
+        "another tool's) out of search and calls; without it they are served, marked `suspicious`.",
+    )
+    on_tool_change: Literal["allow", "quarantine"] = Field(
+        "allow",
+        description="What a tool whose definition changed since its catalog first listed it gets: allow "
+        "(logged and counted) or quarantine (neither searchable nor callable until its new digest is in "
+        "--approved-tools).",
+    )
+    approved_tools: str = Field(
+        "",
+        description="File of approved tool digests, one a line (`#` comments; a name may precede the "
+        "digest), read again when it changes: the changed tools --on-tool-change quarantine lets through.",
+    )
     max_batch_calls: int = Field(
         10,
         ge=0,

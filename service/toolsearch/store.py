@@ -75,6 +75,12 @@ class CatalogStore(Protocol):
 
     async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
 
+    async def pin_digests(self, key: str, digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
+        """The digests pinned for catalog `key` before this call, by tool name (names never pinned left
+        out); pins each name of `digests` not pinned yet, and with `replace` every one, to its digest.
+        Atomic: replicas listing at once agree on the first pin."""
+        ...
+
     async def health(self) -> dict[str, Any]:
         """What `/readyz` shows of the store: its kind, `status` ("up" or "down") and its counters."""
         ...
@@ -90,6 +96,7 @@ class MemoryCatalogStore:
         self._max_catalogs = max_catalogs
         self._vectors = MemoryVectorCache(max_vectors)
         self._leased: set[str] = set()
+        self._pins: OrderedDict[str, dict[str, str]] = OrderedDict()
 
     async def get(self, key: str) -> CatalogRecord | None:
         record = self._records.get(key)
@@ -129,6 +136,15 @@ class MemoryCatalogStore:
 
     async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
         self._vectors.put_many(model, {d: np.asarray(v, dtype=np.float32) for d, v in vectors.items()})
+
+    async def pin_digests(self, key: str, digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
+        pins = self._pins.setdefault(key, {})
+        self._pins.move_to_end(key)
+        while len(self._pins) > self._max_catalogs:
+            self._pins.popitem(last=False)
+        before = {name: pins[name] for name in digests if name in pins}
+        pins.update(digests if replace else {n: d for n, d in digests.items() if n not in pins})
+        return before
 
     async def health(self) -> dict[str, Any]:
         return {"store": "memory", "status": "up", "catalogs": len(self._records)}

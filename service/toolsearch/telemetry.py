@@ -112,6 +112,15 @@ class Telemetry:
         self.catalog_listing_duration = histogram(
             "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
         )
+        self.suspicious_tools = meter.create_counter(
+            "toolsearch.tools.suspicious",
+            description="Flagged tools in catalog listings, by reason (integrity.REASONS).",
+        )
+        self.tool_changes = meter.create_counter(
+            "toolsearch.tools.changed",
+            description="Listed tools whose definition changed since pinned, by action: recorded or "
+            "quarantined.",
+        )
         # What callers do with search answers (outcomes.py): counts and ranks, never a tool's name.
         self.search_followed = meter.create_histogram(
             "toolsearch.search.followed",

@@ -141,6 +141,8 @@ def tool_document(tool: Tool) -> ToolDocument:
     if document is not None:
         return document
     fields = tool_fields(tool)
+    if not _opens_with_sentence(fields["description"]):
+        fields["summary"] = ""
     document = ToolDocument(
         digest=tool.digest,
         fields=tuple(VOCABULARY.add(text.terms(fields[field])) for field in FIELDS),
@@ -148,6 +150,14 @@ def tool_document(tool: Tool) -> ToolDocument:
     with _documents_lock:
         # Another thread may have analysed the same tool meanwhile: keep one copy.
         return _documents.setdefault(tool.digest, document)
+
+
+def _opens_with_sentence(description: str) -> bool:
+    """Whether `description` starts with a sentence that ends within `_MAX_SUMMARY_CHARS` (or is no
+    longer). Only then is its summary indexed: a text with no sentence end there (a list of words)
+    gets no summary weight, in search; the model still reads its start (`semantic.passage`)."""
+    end = _SENTENCE_END.search(description)
+    return (end.start() if end else len(description)) <= _MAX_SUMMARY_CHARS
 
 
 def tool_documents(tools: Sequence[Tool]) -> list[ToolDocument]:

@@ -1,0 +1,281 @@
+"""Search integrity: tool text that addresses the model, look-alike names, and definitions that change.
+
+Tool names, descriptions and schemas are written by whoever publishes a server behind the gateway.
+Three defences sit here (ranking that stuffing cannot buy is in `search.lexical`):
+
+- **Suspicious text is flagged** (`suspicious_reasons`): a description (or title, or parameter
+  description) that addresses the model, telling it to ignore other tools, to always call this one,
+  to keep something from the user or to pass secrets along, and a name confusable with another
+  tool's of the same catalog (equal once Unicode look-alikes, width, case and separators are
+  folded: Cyrillic `і` for Latin `i`). Look-alikes are those of Unicode's confusables data, through
+  the `confusable_homoglyphs` package. Flags are reasons, never text: results carry them
+  (`"suspicious": [...]`), the metric counts them by reason, the log names the tool.
+- **Definitions are pinned** (`ToolGuard`): the digest of each tool the first time a catalog
+  identity's listing shows it is kept in the store, so that replicas agree. A later listing whose
+  tool of the same name has another digest is a change: logged (name and digests) and counted. With
+  `on_change="quarantine"` the changed tool is withheld (not searchable, not callable, calls told
+  why) until its new digest is in the approvals file; with `"allow"` the pin follows the change.
+- **Hiding is the operator's choice**: with `hide_suspicious` flagged tools are withheld too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal
+
+from confusable_homoglyphs import confusables
+
+from toolsearch.search.documents import tool_fields
+from toolsearch.tool import Tool
+from toolsearch.untrusted import clean_text
+
+if TYPE_CHECKING:
+    from toolsearch.store import CatalogStore
+    from toolsearch.telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
+
+OnChange = Literal["allow", "quarantine"]
+
+CONFUSABLE_NAME: Final = "confusable-name"
+_SCANNED_CHARS: Final = 20_000
+"""Text past this is not scanned (as it is not searched): bounds the work of a junk definition."""
+_GAP = r"[^.!?\n]{0,60}?"
+"""Words between the parts of one instruction, within one sentence."""
+_TOOLS = r"(?:other|another|any other|the other|remaining|all other)\s+(?:tools?|functions?|servers?)"
+_SECRETS = (
+    r"(?:api[ _-]?keys?|access[ _-]?tokens?|tokens|passwords|secrets|credentials|private[ _-]?keys?"
+    r"|ssh[ _-]?keys?|id_rsa|\.ssh\b|\.env\b|\.aws\b|/etc/passwd|environment variables|session cookies)"
+)
+_PATTERNS: Final[dict[str, tuple[str, ...]]] = {
+    "instructs-about-other-tools": (
+        rf"\b(?:do not|don't|never|avoid|stop)\s+(?:use|using|call|calling|invoke|run|trust){_GAP}\b{_TOOLS}",
+        rf"\binstead of\s+(?:using|calling|invoking)?\s*{_TOOLS}",
+        rf"\b{_TOOLS}\s+(?:are|is)\s+(?:deprecated|broken|unsafe|disabled|outdated|malicious)\b",
+        r"\binstead of the others\b",
+    ),
+    "instructs-to-ignore": (
+        r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier"
+        r"|other|your|system|existing)\s+(?:instructions|rules|prompts?|tools|guidelines|directions)\b",
+        r"\bignore (?:all|any) other\b",
+    ),
+    "instructs-to-always-call": (
+        r"\balways\s+(?:call|use|invoke|run|prefer|choose|pick|select)\s+this\s+(?:tool|function|one)\b",
+        rf"\b(?:call|use|invoke|run)\s+this\s+(?:tool|function|one){_GAP}\bbefore\s+(?:any|every|all)\s+(?:other\s+)?tools?\b",
+        r"<\s*/?\s*(?:important|system)\s*>",
+    ),
+    "hides-from-user": (
+        r"\b(?:do not|don't|never)\s+(?:tell|inform|let|notify|alert)\s+the\s+user\s+"
+        r"(?:about|know|that you)\b",
+        r"\bwithout\s+(?:telling|informing|notifying|alerting)\s+the\s+user\b",
+        r"\b(?:the\s+)?user\s+(?:must|should)\s+not\s+(?:know|see|be told)\b",
+    ),
+    "asks-for-secrets": (
+        rf"\b(?:pass|send|include|attach|forward|upload|copy|paste|put)\b{_GAP}\b(?:the\s+)?user'?s?\s+{_SECRETS}",
+        rf"\b(?:read|send|include|attach|forward|upload|cat)\b{_GAP}(?:~/\.ssh|id_rsa|\.aws/credentials|/etc/shadow)",
+        rf"\b(?:send|include|attach|forward|upload)\b{_GAP}\b(?:all|every|any)\s+{_SECRETS}",
+    ),
+}
+_COMPILED: Final = {
+    reason: re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
+    for reason, patterns in _PATTERNS.items()
+}
+REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME)
+"""Every reason a tool may be flagged for (the metric's attribute values)."""
+_SEPARATORS = re.compile(r"[\W_]+")
+
+
+@lru_cache(maxsize=16384)
+def _text_reasons(text: str) -> tuple[str, ...]:
+    folded = " ".join(unicodedata.normalize("NFKC", clean_text(text[:_SCANNED_CHARS])).split())
+    folded = _skeleton_chars(folded)
+    return tuple(reason for reason, pattern in _COMPILED.items() if pattern.search(folded))
+
+
+def text_reasons(tool: Tool) -> tuple[str, ...]:
+    """Why the text of `tool` addresses the model (reasons of `REASONS`, in their order); () when
+    it does not."""
+    fields = tool_fields(tool)
+    text = "\n".join((fields["title"], fields["description"], fields["parameter_descriptions"]))
+    return _text_reasons(text)
+
+
+def _skeleton_chars(text: str) -> str:
+    """`text` with each character confusable with a Latin one replaced by it (Cyrillic `і` -> `i`)."""
+    if text.isascii():
+        return text
+    found = confusables.is_confusable(text, greedy=True, preferred_aliases=["latin", "common"]) or []
+    replaced = {}
+    for entry in found:
+        latin = [glyph["c"] for glyph in entry["homoglyphs"] if glyph["c"].isascii()]
+        if latin:
+            replaced[entry["character"]] = latin[0]
+    return "".join(replaced.get(char, char) for char in text)
+
+
+@lru_cache(maxsize=65536)
+def name_skeleton(name: str) -> str:
+    """What `name` looks like: width, look-alike letters (Unicode confusables), case and separators
+    folded. Two different names with one skeleton are confusable."""
+    folded = unicodedata.normalize("NFKC", name)
+    return _SEPARATORS.sub("", _skeleton_chars(folded).casefold())
+
+
+def confusable_names(names: Iterable[str]) -> dict[str, list[str]]:
+    """Each name that looks like another of `names` (`name_skeleton`), with those it looks like."""
+    by_skeleton: dict[str, list[str]] = {}
+    for name in names:
+        by_skeleton.setdefault(name_skeleton(name), []).append(name)
+    return {
+        name: [other for other in group if other != name]
+        for group in by_skeleton.values()
+        if len(group) > 1
+        for name in group
+    }
+
+
+def suspicious_reasons(tools: Sequence[Tool]) -> dict[str, tuple[str, ...]]:
+    """The flagged tools of one catalog, by name: why their text addresses the model, and
+    `confusable-name` when their name looks like another tool's. Tools without a flag are left out."""
+    confusable = confusable_names(tool.name for tool in tools)
+    flagged = {}
+    for tool in tools:
+        reasons = text_reasons(tool) + ((CONFUSABLE_NAME,) if tool.name in confusable else ())
+        if reasons:
+            flagged[tool.name] = reasons
+    return flagged
+
+
+class Approvals:
+    """The digests an operator approved, one per line (`#` starts a comment; a tool name may precede
+    the digest), read again when the file changes (checked at most once a second)."""
+
+    _CHECK_SECONDS: Final = 1.0
+
+    def __init__(self, path: Path | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self._path = path
+        self._clock = clock
+        self._digests: frozenset[str] = frozenset()
+        self._stamp: tuple[int, int] | None = None
+        self._checked_at = float("-inf")
+        self._lock = threading.Lock()
+        self._reload()
+
+    def __contains__(self, digest: str) -> bool:
+        if self._path is not None and self._clock() - self._checked_at >= self._CHECK_SECONDS:
+            self._reload()
+        return digest in self._digests
+
+    def _reload(self) -> None:
+        if self._path is None:
+            return
+        with self._lock:
+            self._checked_at = self._clock()
+            try:
+                stat = os.stat(self._path)
+            except OSError:
+                stamp = None
+            else:
+                stamp = (stat.st_mtime_ns, stat.st_size)
+            if stamp == self._stamp:
+                return
+            self._stamp = stamp
+            try:
+                lines = self._path.read_text(encoding="utf-8").splitlines() if stamp else []
+            except (OSError, UnicodeDecodeError) as error:
+                logger.warning("cannot read the approved tools file: %s", type(error).__name__)
+                return
+            entries = (line.split("#", 1)[0].split() for line in lines)
+            self._digests = frozenset(entry[-1].lower() for entry in entries if entry)
+            logger.info("approved tools file read", extra={"approved": len(self._digests)})
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    name: str
+    pinned: str
+    """The digest first seen (or, with `allow`, last seen) for this name."""
+    listed: str
+
+
+class ToolGuard:
+    """The operator's integrity settings, applied to every catalog: flags, pins and what is withheld."""
+
+    def __init__(
+        self,
+        store: CatalogStore,
+        telemetry: Telemetry,
+        *,
+        hide_suspicious: bool = False,
+        on_change: OnChange = "allow",
+        approvals: Approvals | None = None,
+    ) -> None:
+        self._store = store
+        self._telemetry = telemetry
+        self.hide_suspicious = hide_suspicious
+        self.on_change = on_change
+        self._approvals = approvals or Approvals(None)
+
+    async def review(self, key: str, tools: Sequence[Tool], flagged: Mapping[str, Sequence[str]]) -> None:
+        """What a new listing of catalog `key` shows: each flagged tool logged (name and reasons) and
+        counted by reason; each tool's digest pinned, and each change logged (name and digests) and
+        counted. Store outages propagate (`StoreUnavailable`)."""
+        reasons = Counter(reason for found in flagged.values() for reason in found)
+        for reason, count in reasons.items():
+            self._telemetry.suspicious_tools.add(count, {"toolsearch.suspicious.reason": reason})
+        for name, found in flagged.items():
+            logger.warning("suspicious tool", extra={"tool": name, "reasons": list(found)})
+        for change in await self.changes(key, tools, follow=self.on_change == "allow"):
+            quarantined = self.on_change == "quarantine" and change.listed not in self._approvals
+            action = "quarantined" if quarantined else "recorded"
+            self._telemetry.tool_changes.add(1, {"toolsearch.tool_change.action": action})
+            logger.warning(
+                "tool definition changed",
+                extra={
+                    "tool": change.name,
+                    "pinned": change.pinned,
+                    "listed": change.listed,
+                    "action": action,
+                },
+            )
+
+    async def changes(self, key: str, tools: Sequence[Tool], *, follow: bool = False) -> list[Change]:
+        """The tools of `tools` whose digest differs from the one pinned for catalog `key`; names not
+        pinned yet are pinned now (with `follow`, changed ones are pinned anew)."""
+        pinned = await self._store.pin_digests(
+            key, {tool.name: tool.digest for tool in tools}, replace=follow
+        )
+        return [
+            Change(tool.name, pinned[tool.name], tool.digest)
+            for tool in tools
+            if pinned.get(tool.name, tool.digest) != tool.digest
+        ]
+
+    async def quarantined(self, key: str, tools: Sequence[Tool]) -> dict[str, str]:
+        """With `quarantine`, the changed tools of catalog `key` (name -> listed digest); else none."""
+        if self.on_change != "quarantine":
+            return {}
+        return {change.name: change.listed for change in await self.changes(key, tools)}
+
+    def withheld_reason(
+        self, name: str, digest: str, changed: Mapping[str, str], flagged: Sequence[str]
+    ) -> str | None:
+        """Why tool `name` (of `digest`) is kept from the caller, or None when it is served."""
+        if changed.get(name) == digest and digest not in self._approvals:
+            return (
+                f"{name} changed since this catalog first listed it and is quarantined until an operator "
+                f"approves its new definition (digest {digest})."
+            )
+        if self.hide_suspicious and flagged:
+            return f"{name} is withheld: its definition looks hostile ({', '.join(flagged)})."
+        return None
