@@ -51,6 +51,14 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "redis": {"url": "redis://cache.shared.svc:6379/0"},
         "image": {"repository": "registry.example/toolsearch", "tag": "1.2.3"},
     },
+    "standalone with monitoring: dashboard, service monitor and alerts": {
+        "standalone": {"enabled": True, "upstream": "http://gateway:3000/mcp"},
+        "monitoring": {
+            "dashboard": {"enabled": True, "annotations": {"grafana_folder": "toolsearch"}},
+            "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+        },
+    },
 }
 
 
@@ -67,8 +75,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-# cert-manager's kinds are CRDs: kubernetes-validate ships schemas for built-in kinds only.
-CRD_KINDS = {("cert-manager.io/v1", "Certificate"), ("cert-manager.io/v1", "Issuer")}
+# cert-manager's and the Prometheus Operator's kinds are CRDs: kubernetes-validate ships schemas for
+# built-in kinds only (test_chart_monitoring checks the monitoring ones).
+CRD_KINDS = {
+    ("cert-manager.io/v1", "Certificate"),
+    ("cert-manager.io/v1", "Issuer"),
+    ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    ("monitoring.coreos.com/v1", "PrometheusRule"),
+}
 
 
 def render(chart: helm.Chart, values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -257,6 +271,21 @@ def test_the_standalone_proxy_is_configured_through_toolsearch_variables(chart: 
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_standalone_proxy_serves_the_models_of_its_image(chart: helm.Chart) -> None:
+    values = VALUE_SETS["standalone only, redis url from a secret"]
+    (container,) = one(render(chart, values), "Deployment", "proxy")["spec"]["template"]["spec"]["containers"]
+    # The image's TOOLSEARCH_MODEL_DIR: both built-in models, or none in an image built without them.
+    assert "TOOLSEARCH_MODEL_DIR" not in env_of(container)
+
+
+def test_extra_env_gives_the_standalone_proxy_another_model_profile(chart: helm.Chart) -> None:
+    values = VALUE_SETS["standalone only, redis url from a secret"]
+    extra = [{"name": "TOOLSEARCH_MODEL_DIR", "value": "/models/use"}]
+    values = {**values, "standalone": {**values["standalone"], "extraEnv": extra}}
+    (container,) = one(render(chart, values), "Deployment", "proxy")["spec"]["template"]["spec"]["containers"]
+    assert [item for item in container["env"] if item["name"] == "TOOLSEARCH_MODEL_DIR"] == extra
 
 
 def test_autoscaling_leaves_the_replica_count_to_the_autoscaler(chart: helm.Chart) -> None:
