@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages the tests use: redis-server (shared catalog store), redis-tools' redis-cli (it makes
 # the Redis Cluster of the cluster tests), nginx (the replicas e2e) and npm (it installs the Node
-# packages of scripts/node-packages.sh).
+# packages of scripts/node-packages.sh) and prometheus' promtool (it checks the chart's alerts and
+# dashboard queries).
 # Installed only when missing and when apt-get can be used (root); otherwise the tests that need
 # them say what is missing.
 set -euo pipefail
@@ -10,6 +11,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
