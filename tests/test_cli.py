@@ -6,7 +6,9 @@ import re
 import runpy
 import subprocess
 import sys
+import typing
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -26,6 +28,19 @@ def test_serve_help_lists_every_setting_with_its_variable(field: str) -> None:
     help_text = " ".join(_serve_help().split())
     assert "--" + field.replace("_", "-") in help_text
     assert f"TOOLSEARCH_{field.upper()}" in help_text
+
+
+@pytest.mark.parametrize(
+    "field",
+    [name for name, info in Settings.model_fields.items() if typing.get_origin(info.annotation) is Literal],
+)
+def test_serve_help_shows_the_choices_of_every_enumerated_flag(field: str) -> None:
+    choices = ",".join(typing.get_args(Settings.model_fields[field].annotation))
+    assert f"--{field.replace('_', '-')} {{{choices}}}" in _serve_help()
+
+
+def test_serve_help_shows_true_or_false_for_switches() -> None:
+    assert "--stats {true,false}" in _serve_help()
 
 
 @pytest.mark.parametrize("field", list(Settings.model_fields))

@@ -169,7 +169,10 @@ class RedisOutcomes:
         if not answer:  # the entry was corrupt, and is gone
             return None, False
         raw, shown = answer
-        ranks = orjson.loads(raw) if raw else None
+        try:
+            ranks = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:  # not written by us: judged as no pending search
+            ranks = None
         return (ranks if isinstance(ranks, dict) else None), bool(shown)
 
     async def expire(self, caller: str, search: str) -> bool:

@@ -41,7 +41,7 @@ def format_report(summary: Mapping[str, Any]) -> str:
 
     def row(label: str, count: int, share: float | None = None) -> str:
         shown = "" if share is None else f"{100 * share:6.1f}%"
-        return f"  {label:<44}{count:>8}  {shown}"
+        return f"  {label:<44}{count:>8}  {shown}".rstrip()
 
     lines = [
         f"searches: {counts['searches']} ({sum(ended.values())} ended, window {window:g} s)",
