@@ -48,7 +48,7 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
 from toolsearch.store import CatalogRecord, StoreUnavailable, catalog_digest
 from toolsearch.tool import Tool, ToolInterner
@@ -63,6 +63,17 @@ _DIGEST_BYTES: Final = 32
 _FETCH_CHUNK: Final = 500
 _RETRY_SECONDS: Final = 1.0
 """After a failure, how long Redis is left alone before the next call tries it again."""
+_CLIENT_FAILURES: Final = (
+    RedisError,
+    RedisClusterException,
+    OSError,
+    TimeoutError,
+    RuntimeError,
+    AttributeError,
+)
+"""What a failing Redis raises: redis-py's errors and the socket's; from its cluster client, also
+"no node reachable" (not a RedisError) and the RuntimeError or AttributeError of a connection it
+closed under a concurrent command (it closes them all to relearn the layout after a failover)."""
 
 # KEYS[1] catalog; ARGV listed_at, body, ttl ms. Keeps the newer listing when replicas race.
 _PUT_CATALOG = """
@@ -377,7 +388,7 @@ class RedisCatalogStore:
                 raise _Corrupt from exc
             self._down(exc)
             raise StoreUnavailable(type(exc).__name__) from exc
-        except (RedisError, OSError, TimeoutError) as exc:
+        except _CLIENT_FAILURES as exc:
             self._down(exc)
             raise StoreUnavailable(type(exc).__name__) from exc
         self._up()

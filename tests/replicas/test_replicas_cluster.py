@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from tests.replicas.conftest import (
 from toolsearch.demo.redis_server import RedisClusterServer
 from toolsearch.demo.upstream import recorded_tools
 from toolsearch.redis_store import RedisCatalogStore, connect
-from toolsearch.store import CatalogRecord
+from toolsearch.store import CatalogRecord, StoreUnavailable
 from toolsearch.tool import ToolInterner
 
 INTERNER = ToolInterner()
@@ -108,6 +109,32 @@ async def test_a_corrupt_toolset_is_deleted_with_its_catalog_across_slots(redis_
         await store.aclose()
     assert store.corrupt_entries == 1
     assert left == []
+
+
+async def test_operations_in_flight_during_a_failover_fail_only_as_unavailable(redis_cluster) -> None:
+    """The cluster client closes every connection to relearn the layout; commands it cuts short
+    are outages like any other, never another exception."""
+    store = opened(redis_cluster)
+    outcomes: Counter[str] = Counter()
+
+    async def keep_using(caller: str) -> None:
+        while not failover.done():
+            try:
+                await store.put(caller, record())
+                await store.get(caller)
+                outcomes["answered"] += 1
+            except StoreUnavailable:
+                outcomes["unavailable"] += 1
+                await asyncio.sleep(0.05)
+
+    try:
+        await store.put("caller-0", record())
+        redis_cluster.kill_master()
+        failover = asyncio.ensure_future(asyncio.to_thread(redis_cluster.wait_until_serving))
+        await asyncio.gather(*(keep_using(f"caller-{number}") for number in range(100)))
+    finally:
+        await store.aclose()
+    assert outcomes["unavailable"]
 
 
 @pytest.mark.parametrize(

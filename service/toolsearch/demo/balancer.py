@@ -22,7 +22,9 @@ def write_round_robin_config(
     """nginx.conf in `directory`: listen on 127.0.0.1:`port`, round robin over the `backends` ports.
 
     With `access_log`, each request's chosen backend and status go to `access.log` (to check the
-    spread); without, nothing is logged per request (for throughput measurements).
+    spread); without, nothing is logged per request (for throughput measurements). Idle connections
+    to the replicas are closed after 4 s, before uvicorn closes them (5 s): else nginx may send a
+    request on a connection the replica is closing, and answer 502 to a POST it may not retry.
     """
     os.chmod(directory, 0o755)  # nginx's workers may run as another user when started as root
     servers = "\n".join(f"    server 127.0.0.1:{backend};" for backend in backends)
@@ -45,6 +47,7 @@ http {{
   upstream toolsearch {{
 {servers}
     keepalive 128;
+    keepalive_timeout 4s;
   }}
   server {{
     listen 127.0.0.1:{port};

@@ -38,13 +38,15 @@ def serve_app(
     port: int = 0,
     startup_timeout: float = 30.0,
     shutdown_timeout: float = 5.0,
+    keep_alive: float = 5.0,
     log_level: str = "warning",
 ) -> Iterator[str]:
     """Run `app` under uvicorn in a background thread; yield its base URL (`http://127.0.0.1:PORT`).
 
     `port=0` takes a free port and reads the bound one back. The app's lifespan runs (the MCP SDK's
     session manager needs it). On exit the server stops accepting, closes its connections, waits at
-    most `shutdown_timeout` seconds for requests in flight, and its thread is joined.
+    most `shutdown_timeout` seconds for requests in flight, and its thread is joined. An idle
+    connection is closed after `keep_alive` seconds (uvicorn's default, 5).
     """
     config = uvicorn.Config(
         app,
@@ -55,6 +57,7 @@ def serve_app(
         log_level=log_level,
         access_log=False,
         timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
+        timeout_keep_alive=round(keep_alive),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"uvicorn {host}:{port}", daemon=True)
