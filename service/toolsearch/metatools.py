@@ -20,12 +20,13 @@ from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
-from toolsearch.protocol import without_envelope
+from toolsearch.protocol import INPUT_REQUIRED, without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool, tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
 from toolsearch.upstream import (
     CallerHeaders,
+    CallerInput,
     UpstreamAuthError,
     UpstreamClient,
     UpstreamError,
@@ -209,9 +210,7 @@ class MetaTools:
         self._handlers = {
             SEARCH: self._search,
             DESCRIBE: self._describe,
-            CALL_READ: self._call_read,
             CALL_READ_BATCH: self._call_read_batch,
-            CALL_WRITE: self._call_write,
         }
 
     def is_meta_tool(self, name: object) -> bool:
@@ -228,8 +227,13 @@ class MetaTools:
         ]
         return [*self.definitions, *pinned]
 
-    async def call(self, name: str, arguments: Any, caller: CallerHeaders) -> dict[str, Any]:
-        """`tools/call`: a meta-tool, or any tool of the caller's catalog by its real name."""
+    async def call(
+        self, name: str, arguments: Any, caller: CallerHeaders, caller_input: CallerInput | None = None
+    ) -> dict[str, Any]:
+        """`tools/call`: a meta-tool, or any tool of the caller's catalog by its real name.
+
+        `caller_input` (2026-07-28 callers only) goes upstream with a single call, so that a tool that
+        asks for input gets the caller's answers on the retry; without it such a tool's call fails."""
         arguments = _as_arguments(arguments)
         if name not in self._schemas:
             try:
@@ -239,7 +243,13 @@ class MetaTools:
             except UpstreamError as exc:
                 return _catalog_unavailable(exc)
             return await self._call_upstream(
-                catalog, name, arguments, caller, require_read_only=False, direct=True
+                catalog,
+                name,
+                arguments,
+                caller,
+                require_read_only=False,
+                direct=True,
+                caller_input=caller_input,
             )
         started = time.perf_counter()
         if not isinstance(arguments, dict):
@@ -250,7 +260,12 @@ class MetaTools:
             result = _schema_error(name, problems, self._schemas[name])
         else:
             try:
-                result = await self._handlers[name](arguments, caller)
+                if name in (CALL_READ, CALL_WRITE):
+                    result = await self._call_one(
+                        arguments, caller, caller_input, read_only=name == CALL_READ
+                    )
+                else:
+                    result = await self._handlers[name](arguments, caller)
             except UpstreamAuthError:
                 _log_call(name, "unauthorized", started)
                 raise
@@ -324,16 +339,23 @@ class MetaTools:
             answer["unknown"] = unknown
         return _json_result(answer)
 
-    async def _call_read(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
+    async def _call_one(
+        self,
+        arguments: dict[str, Any],
+        caller: CallerHeaders,
+        caller_input: CallerInput | None,
+        *,
+        read_only: bool,
+    ) -> dict[str, Any]:
+        """call_read_tool and call_write_tool."""
         catalog = await self._catalogs.get(caller)
         return await self._call_upstream(
-            catalog, arguments["name"], arguments.get("arguments", {}), caller, require_read_only=True
-        )
-
-    async def _call_write(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
-        catalog = await self._catalogs.get(caller)
-        return await self._call_upstream(
-            catalog, arguments["name"], arguments.get("arguments", {}), caller, require_read_only=False
+            catalog,
+            arguments["name"],
+            arguments.get("arguments", {}),
+            caller,
+            require_read_only=read_only,
+            caller_input=caller_input,
         )
 
     async def _call_read_batch(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
@@ -378,6 +400,7 @@ class MetaTools:
         *,
         require_read_only: bool,
         direct: bool = False,
+        caller_input: CallerInput | None = None,
     ) -> dict[str, Any]:
         """Call `name` for the model (problems come back as `isError` results it can read) or, when
         `direct` (a `tools/call` by the tool's real name), as the upstream would: an unknown tool and
@@ -404,7 +427,7 @@ class MetaTools:
         started = time.perf_counter()
         try:
             result = await self._upstream.call_tool(
-                caller, caller_key(caller.authorization), name, arguments, tool.input_schema
+                caller, caller_key(caller.authorization), name, arguments, tool.input_schema, caller_input
             )
         except UpstreamRpcError as exc:
             _log_call(name, "upstream_error", started)
@@ -424,7 +447,7 @@ class MetaTools:
                 f"{name} could not be called: {excerpt(str(exc), _ERROR_CHARS)}. Try again later."
             )
         _log_call(name, "error" if result.get("isError") else "ok", started)
-        return _passed_through(result)
+        return _passed_through(name, result, relay_input=caller_input is not None)
 
     def _unknown_tool(self, catalog: Catalog, name: str) -> str:
         meant = intended_name(name, catalog.names)
@@ -508,10 +531,25 @@ def _schema_error(
     )
 
 
-def _passed_through(result: dict[str, Any]) -> dict[str, Any]:
-    """The upstream's tool result as it came, less the upstream's own protocol envelope."""
-    if result.get("resultType") not in (None, "complete"):
-        return error_result("The tool asked for interactive input, which toolsearch does not relay yet.")
+def _passed_through(name: str, result: dict[str, Any], *, relay_input: bool) -> dict[str, Any]:
+    """The upstream's tool result as it came, less the upstream's own protocol envelope. A result
+    that asks for input is relayed to a caller that can answer it, and fails the call otherwise."""
+    kind = result.get("resultType")
+    if kind == INPUT_REQUIRED and relay_input:
+        return {**without_envelope(result), "resultType": INPUT_REQUIRED}
+    if kind == INPUT_REQUIRED:
+        requests = result.get("inputRequests")
+        asked = sorted(
+            {clean_text(str(r.get("method")))[:100] for r in requests.values() if isinstance(r, dict)}
+            if isinstance(requests, dict)
+            else set()
+        )
+        return error_result(
+            f"{name} asks for input ({', '.join(asked) or 'unspecified'}) before it can finish; toolsearch "
+            "passes such requests on only to clients of protocol 2026-07-28, one call at a time."
+        )
+    if kind not in (None, "complete"):
+        return error_result(f"{name} answered with a result of unknown type {excerpt(str(kind), 100)!r}.")
     return without_envelope(result)
 
 

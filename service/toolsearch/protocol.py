@@ -40,6 +40,9 @@ METHOD_HEADER: Final = "mcp-method"
 NAME_HEADER: Final = "mcp-name"
 SESSION_HEADER: Final = "mcp-session-id"
 
+INPUT_REQUIRED: Final = "input_required"
+"""The 2026-07-28 `resultType` of a result that asks the client for input before the call can finish."""
+
 NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SERVER_INFO: Final = {"name": "toolsearch", "version": __version__}
 
@@ -198,9 +201,11 @@ def negotiate_legacy_version(requested: object) -> str:
 
 
 def complete_result(result: dict[str, Any], era: Era) -> dict[str, Any]:
-    """Mark a result for the caller's era: modern results carry `resultType` and our identity."""
+    """Mark a result for the caller's era: modern results carry `resultType` (`complete`, unless it
+    asks for input) and our identity."""
     if era == "modern":
-        result["resultType"] = "complete"
+        if result.get("resultType") != INPUT_REQUIRED:
+            result["resultType"] = "complete"
         meta = result.get("_meta")
         result["_meta"] = {**(meta if isinstance(meta, dict) else {}), SERVER_INFO_META: SERVER_INFO}
     else:
@@ -220,3 +225,22 @@ def without_envelope(result: Mapping[str, Any]) -> dict[str, Any]:
     elif meta is not None:
         relayed["_meta"] = meta
     return relayed
+
+
+def answer_to_server_request(message: Mapping[str, Any]) -> dict[str, Any]:
+    """What toolsearch answers a request the upstream sends it mid-call on a legacy SSE stream
+    (`sampling/createMessage`, `elicitation/create`, `roots/list`): its callers are stateless, so
+    none can be relayed; -32601 at once lets the upstream fail the call instead of waiting. `ping`
+    is answered."""
+    method = message.get("method")
+    response: dict[str, Any] = {"jsonrpc": "2.0", "id": message.get("id")}
+    if method == "ping":
+        return {**response, "result": {}}
+    return {
+        **response,
+        "error": {
+            "code": METHOD_NOT_FOUND,
+            "message": f"toolsearch cannot pass {method!r} on to its client: it is a stateless proxy "
+            "(it relays input requests only as 2026-07-28 input_required results)",
+        },
+    }

@@ -15,6 +15,7 @@ from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError, Message
 from toolsearch.metatools import MetaTools
 from toolsearch.protocol import (
+    CLIENT_CAPABILITIES_META,
     SERVER_INFO,
     SUPPORTED_VERSIONS,
     Era,
@@ -28,7 +29,7 @@ from toolsearch.protocol import (
 )
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.untrusted import clean_text
-from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
+from toolsearch.upstream import CallerHeaders, CallerInput, UpstreamAuthError, UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class McpServer:
                 raise JsonRpcError(INVALID_PARAMS, "Invalid params: unknown cursor; tools/list has one page")
             return await self._tools_list(era, context)
         if method == "tools/call":
-            return await self._tools_call(params, context)
+            return await self._tools_call(params, era, context)
         if method == "ping":
             return {}
         raise method_not_found(method, era)
@@ -166,11 +167,14 @@ class McpServer:
             result.update(ttlMs=self._ttl_ms, cacheScope="private")
         return result
 
-    async def _tools_call(self, params: Mapping[str, Any], context: RequestContext) -> dict[str, Any]:
+    async def _tools_call(
+        self, params: Mapping[str, Any], era: Era, context: RequestContext
+    ) -> dict[str, Any]:
         name = params.get("name")
         if not isinstance(name, str) or not name:
             raise JsonRpcError(INVALID_PARAMS, 'Invalid params: tools/call needs "name", a non-empty string')
-        return await self._metatools.call(name, params.get("arguments"), context.caller)
+        caller_input = _caller_input(params) if era == "modern" else None
+        return await self._metatools.call(name, params.get("arguments"), context.caller, caller_input)
 
     async def _instructions(self, context: RequestContext) -> str:
         catalog = await self._catalog_or_none(context)
@@ -196,3 +200,19 @@ class McpServer:
         except UpstreamError as exc:
             logger.warning("catalog unavailable: %s", type(exc).__name__)
             return None
+
+
+def _caller_input(params: Mapping[str, Any]) -> CallerInput:
+    """What of a 2026-07-28 `tools/call` goes upstream besides the arguments (see `CallerInput`)."""
+    capabilities = params["_meta"][CLIENT_CAPABILITIES_META]
+    responses = params.get("inputResponses")
+    state = params.get("requestState")
+    if responses is not None and not isinstance(responses, dict):
+        raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "inputResponses" must be an object')
+    if state is not None and not isinstance(state, str):
+        raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "requestState" must be a string')
+    return CallerInput(
+        capabilities=capabilities if isinstance(capabilities, dict) else None,
+        input_responses=responses,
+        request_state=state,
+    )

@@ -9,12 +9,13 @@ holds of the caller's request. It knows nothing of catalogs or search.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -35,6 +36,7 @@ from toolsearch.protocol import (
     SESSION_HEADER,
     VERSION_HEADER,
     Era,
+    answer_to_server_request,
     encode_header_value,
 )
 from toolsearch.telemetry import ERROR_TYPE, METHOD, TOOL, Telemetry, elapsed
@@ -72,6 +74,26 @@ class CallerHeaders:
             "tracestate": self.tracestate,
         }
         return {name: value for name, value in forwarded.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class CallerInput:
+    """What of a 2026-07-28 caller's `tools/call` goes upstream besides the tool's arguments: the
+    capabilities it declared (so the upstream asks only for input it can give) and, on a retry after
+    an `input_required` result, its answers and the upstream's opaque `requestState`, echoed."""
+
+    capabilities: Mapping[str, Any] | None = None
+    input_responses: Mapping[str, Any] | None = None
+    request_state: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The retry fields of the upstream `tools/call`."""
+        params: dict[str, Any] = {}
+        if self.input_responses is not None:
+            params["inputResponses"] = dict(self.input_responses)
+        if self.request_state is not None:
+            params["requestState"] = self.request_state
+        return params
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,13 +247,16 @@ class UpstreamClient:
         name: str,
         arguments: Mapping[str, Any],
         input_schema: Mapping[str, Any] | None = None,
+        caller_input: CallerInput | None = None,
     ) -> dict[str, Any]:
         """Call one tool by its real name; the upstream's result is returned unchanged."""
         era = await self._ensure_era(caller)
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
+        if era == "modern" and caller_input is not None:
+            params.update(caller_input.params())
         extra = _param_headers(input_schema, arguments) if era == "modern" and input_schema else {}
-        return await self._request(
-            era, caller, caller_key, "tools/call", {"name": name, "arguments": dict(arguments)}, extra
-        )
+        capabilities = caller_input.capabilities if caller_input is not None else None
+        return await self._request(era, caller, caller_key, "tools/call", params, extra, capabilities)
 
     async def reachable(self) -> bool:
         """Whether the upstream answers HTTP at all (any status counts: it is there)."""
@@ -326,10 +351,11 @@ class UpstreamClient:
         method: str,
         params: dict[str, Any],
         extra_headers: Mapping[str, str] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         if era == "modern":
             headers = {**_modern_headers(method, params), **(extra_headers or {})}
-            return await self._send(caller, method, _modern_params(params), headers)
+            return await self._send(caller, method, _modern_params(params, capabilities), headers)
         session = await self._legacy_session(caller, caller_key)
         try:
             return await self._send(caller, method, params, _legacy_headers(session))
@@ -392,6 +418,17 @@ class UpstreamClient:
     ) -> dict[str, Any]:
         request_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        refused: list[str] = []
+
+        async def answer(request: dict[str, Any]) -> None:
+            """Answer a request the upstream sent on this exchange's stream, on the same session."""
+            if request.get("method") != "ping":
+                refused.append(str(request.get("method"))[:100])
+            reply = orjson.dumps(answer_to_server_request(request))
+            sent = {name: headers[name] for name in (VERSION_HEADER, SESSION_HEADER) if name in headers}
+            with contextlib.suppress(httpx.HTTPError):  # the call then fails or times out, and says so
+                await self._http.post(self.url, content=reply, headers=self._headers(caller, sent))
+
         try:
             # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
             async with (
@@ -402,9 +439,12 @@ class UpstreamClient:
             ):
                 if capture is not None and SESSION_HEADER in response.headers:
                     capture[SESSION_HEADER] = response.headers[SESSION_HEADER]
-                message = await self._read_response(response, request_id, session=SESSION_HEADER in headers)
+                message = await self._read_response(
+                    response, request_id, session=SESSION_HEADER in headers, answer=answer
+                )
         except (httpx.TimeoutException, TimeoutError):
-            raise UpstreamError(f"upstream did not answer {method} in time") from None
+            asked = f" (it had asked toolsearch for {', '.join(refused)})" if refused else ""
+            raise UpstreamError(f"upstream did not answer {method} in time{asked}") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream unreachable: {_describe(exc)}") from None
         error = message.get("error")
@@ -431,7 +471,12 @@ class UpstreamClient:
         return sent
 
     async def _read_response(
-        self, response: httpx.Response, request_id: int, *, session: bool
+        self,
+        response: httpx.Response,
+        request_id: int,
+        *,
+        session: bool,
+        answer: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> dict[str, Any]:
         if response.status_code in (401, 403):
             body = await self._read_capped(response)
@@ -440,7 +485,7 @@ class UpstreamClient:
             raise _SessionExpired
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and response.status_code == 200:
-            return await self._read_sse(response, request_id)
+            return await self._read_sse(response, request_id, answer)
         body = await self._read_capped(response)
         try:
             message = orjson.loads(body) if body else None
@@ -464,8 +509,14 @@ class UpstreamClient:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _read_sse(self, response: httpx.Response, request_id: int) -> dict[str, Any]:
-        """Read SSE events until the response to our request; notifications before it are skipped."""
+    async def _read_sse(
+        self,
+        response: httpx.Response,
+        request_id: int,
+        answer: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> dict[str, Any]:
+        """Read SSE events until the response to our request; notifications before it are skipped,
+        requests the upstream sends meanwhile are answered at once."""
         data: list[str] = []
         async for line in _sse_lines(response, self._max_response_bytes):
             if line.startswith("data:"):
@@ -476,12 +527,12 @@ class UpstreamClient:
                 except orjson.JSONDecodeError:
                     message = None
                 data = []
-                if (
-                    isinstance(message, dict)
-                    and message.get("id") == request_id
-                    and ("result" in message or "error" in message)
-                ):
+                if not isinstance(message, dict):
+                    continue
+                if message.get("id") == request_id and ("result" in message or "error" in message):
                     return message
+                if isinstance(message.get("method"), str) and "id" in message:
+                    await answer(message)
         raise UpstreamError("upstream SSE stream ended before the response")
 
 
@@ -531,10 +582,10 @@ def _only_modern(data: Any) -> bool:
     return isinstance(supported, list) and not any(v in LEGACY_VERSIONS for v in supported)
 
 
-def _modern_params(params: dict[str, Any]) -> dict[str, Any]:
+def _modern_params(params: dict[str, Any], capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
     meta = {
         PROTOCOL_VERSION_META: MODERN_VERSION,
-        CLIENT_CAPABILITIES_META: {},
+        CLIENT_CAPABILITIES_META: dict(capabilities or {}),
         CLIENT_INFO_META: CLIENT_INFO,
     }
     return {**params, "_meta": meta}

@@ -58,6 +58,12 @@ canned result. To answer with a JSON-RPC error, raise `mcp.shared.exceptions.MCP
 
 CallHook = Callable[[str, dict[str, Any]], Awaitable[CallOutcome] | CallOutcome]
 
+RequestHook = Callable[
+    [ServerRequestContext[Any, Any], mcp_types.CallToolRequestParams], Awaitable[CallOutcome]
+]
+"""An `on_call_request` hook: as `CallHook`, given the SDK's request context and the call's params
+(to send the client requests mid-call, or read a 2026-07-28 retry's `inputResponses`)."""
+
 DEMO_SERVERS: tuple[str, ...] = (
     "github",
     "slack",
@@ -144,6 +150,7 @@ class DemoUpstream:
         json_response: bool = False,
         legacy_only: bool = False,
         on_call: CallHook | None = None,
+        on_call_request: RequestHook | None = None,
         path: str = "/mcp",
         name: str = "toolsearch-demo-upstream",
     ) -> None:
@@ -159,6 +166,7 @@ class DemoUpstream:
         self.json_response = json_response
         self.legacy_only = legacy_only
         self.on_call = on_call
+        self.on_call_request = on_call_request
         self.path = path
         self.name = name
         self._lock = threading.Lock()
@@ -246,7 +254,11 @@ class DemoUpstream:
         tool = self._tools.get(params.name)
         if tool is None or not self._sees(authorization, params.name):
             raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
-        outcome: Any = self.on_call(params.name, arguments) if self.on_call is not None else None
+        outcome: Any = None
+        if self.on_call_request is not None:
+            outcome = self.on_call_request(ctx, params)
+        elif self.on_call is not None:
+            outcome = self.on_call(params.name, arguments)
         if inspect.isawaitable(outcome):
             outcome = await outcome
         if outcome is None:
