@@ -244,3 +244,26 @@ def answer_to_server_request(message: Mapping[str, Any]) -> dict[str, Any]:
             "(it relays input requests only as 2026-07-28 input_required results)",
         },
     }
+
+
+FORWARDED_METHODS: Final = {
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
+}
+"""Methods passed to the upstream as they came, by the server capability that offers them."""
+CACHED_LISTS: Final = frozenset({"resources/list", "resources/templates/list", "prompts/list"})
+"""Forwarded results that carry 2026-07-28 caching hints."""
+
+
+def offered_capabilities(upstream: Mapping[str, Any]) -> dict[str, Any]:
+    """What toolsearch advertises: its tools, and of the upstream's resources, prompts and completion
+    what a stateless proxy can carry (no subscriptions, no list-changed notifications)."""
+    capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+    for name in ("resources", "prompts", "completions"):
+        if isinstance(upstream.get(name), Mapping):
+            capabilities[name] = {}
+    return capabilities

@@ -96,6 +96,7 @@ class Proxy:
         server = McpServer(
             metatools,
             catalogs,
+            upstream,
             max_instructions=settings.max_instructions,
             catalog_ttl=settings.catalog_ttl,
             catalog_in_tools_list=bool(settings.pin),
@@ -156,21 +157,22 @@ def _index_builder(
     if not settings.model_dir:
         logger.info("no --model-dir: search is lexical (BM25) only")
         return LexicalIndex.build, None
-    from toolsearch.embedding import ModelError, load_model
+    from toolsearch.embedding import ModelError
+    from toolsearch.embedding.profile import load_profile
     from toolsearch.search.hybrid import index_builder
     from toolsearch.search.progressive import Embedding
 
     try:
-        embedder, *companions = (
-            load_model(path, threads=settings.search_threads) for path in settings.model_dir
-        )
+        profile = load_profile(settings.model_dir, threads=settings.search_threads)
     except ModelError as error:
         raise ValueError(f"--model-dir: {error}") from None
+    embedder, *companions = profile.models
     logger.info(
-        "hybrid search with the embedding model %s (%d dimensions)%s",
+        "hybrid search with the embedding model %s (%d dimensions)%s; ranking: %s",
         embedder.name,
         embedder.dimensions,
         "".join(f", companion {companion.name}" for companion in companions),
+        "learned" if profile.ranker is not None else "fusion",
     )
     from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
 
@@ -181,7 +183,12 @@ def _index_builder(
         (embedder, *companions), on_done=telemetry.observe_embedding(lambda: embedding.pending)
     )
     builder = index_builder(
-        embedder, cache, companions, wait_seconds=settings.embedding_wait, embedding=embedding
+        embedder,
+        cache,
+        companions,
+        wait_seconds=settings.embedding_wait,
+        embedding=embedding,
+        ranker=profile.ranker,
     )
     return builder, embedding
 

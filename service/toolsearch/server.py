@@ -11,11 +11,13 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
-from toolsearch.catalog import Catalog, CatalogService
-from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError, Message
+from toolsearch.catalog import Catalog, CatalogService, caller_key
+from toolsearch.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, Message
 from toolsearch.metatools import MetaTools
 from toolsearch.protocol import (
+    CACHED_LISTS,
     CLIENT_CAPABILITIES_META,
+    FORWARDED_METHODS,
     SERVER_INFO,
     SUPPORTED_VERSIONS,
     Era,
@@ -25,11 +27,20 @@ from toolsearch.protocol import (
     method_not_found,
     modern_status,
     negotiate_legacy_version,
+    offered_capabilities,
     request_era,
+    without_envelope,
 )
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.untrusted import clean_text
-from toolsearch.upstream import CallerHeaders, CallerInput, UpstreamAuthError, UpstreamError
+from toolsearch.upstream import (
+    CallerHeaders,
+    CallerInput,
+    UpstreamAuthError,
+    UpstreamClient,
+    UpstreamError,
+    UpstreamRpcError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +52,6 @@ GUIDANCE: Final = (
     "that match the input schema shown. Use describe_tool for a tool's full definition. If a call "
     "returns an error, read it: it says how to fix the call."
 )
-CAPABILITIES: Final = {"tools": {"listChanged": False}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,7 @@ class McpServer:
         self,
         metatools: MetaTools,
         catalogs: CatalogService,
+        upstream: UpstreamClient,
         *,
         max_instructions: int,
         catalog_ttl: float,
@@ -67,6 +78,7 @@ class McpServer:
         self._telemetry = telemetry
         self._metatools = metatools
         self._catalogs = catalogs
+        self._upstream = upstream
         self._max_instructions = max_instructions
         self._ttl_ms = int(catalog_ttl * 1000)
         self._catalog_in_tools_list = catalog_in_tools_list
@@ -139,6 +151,8 @@ class McpServer:
             return await self._tools_call(params, era, context)
         if method == "ping":
             return {}
+        if method in FORWARDED_METHODS:
+            return await self._forwarded(method, params, era, context)
         raise method_not_found(method, era)
 
     async def _initialize(self, params: Mapping[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -146,7 +160,7 @@ class McpServer:
             raise JsonRpcError(INVALID_PARAMS, 'Invalid params: initialize needs "protocolVersion", a string')
         return {
             "protocolVersion": negotiate_legacy_version(params.get("protocolVersion")),
-            "capabilities": CAPABILITIES,
+            "capabilities": await self._capabilities(context),
             "serverInfo": SERVER_INFO,
             "instructions": await self._instructions(context),
         }
@@ -154,7 +168,7 @@ class McpServer:
     async def _discover(self, context: RequestContext) -> dict[str, Any]:
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": CAPABILITIES,
+            "capabilities": await self._capabilities(context),
             "instructions": await self._instructions(context),
             "ttlMs": self._ttl_ms,
             "cacheScope": "private",
@@ -175,6 +189,43 @@ class McpServer:
             raise JsonRpcError(INVALID_PARAMS, 'Invalid params: tools/call needs "name", a non-empty string')
         caller_input = _caller_input(params) if era == "modern" else None
         return await self._metatools.call(name, params.get("arguments"), context.caller, caller_input)
+
+    async def _forwarded(
+        self, method: str, params: Mapping[str, Any], era: Era, context: RequestContext
+    ) -> dict[str, Any]:
+        """Resources, prompts and completion: the upstream's, as it answers them for this caller."""
+        if FORWARDED_METHODS[method] not in await self._upstream_capabilities(context):
+            raise method_not_found(method, era)
+        try:
+            result = await self._upstream.forward(
+                context.caller, caller_key(context.caller.authorization), method, params
+            )
+        except UpstreamRpcError as exc:
+            raise JsonRpcError(exc.code, exc.message, exc.data) from None
+        except UpstreamAuthError:
+            raise
+        except UpstreamError as exc:
+            raise JsonRpcError(INTERNAL_ERROR, f"The upstream could not answer {method}: {exc}") from None
+        result = without_envelope(result)
+        if era == "modern" and method in CACHED_LISTS:
+            result.setdefault("ttlMs", self._ttl_ms)
+            result.setdefault("cacheScope", "private")
+        return result
+
+    async def _capabilities(self, context: RequestContext) -> dict[str, Any]:
+        return offered_capabilities(await self._upstream_capabilities(context))
+
+    async def _upstream_capabilities(self, context: RequestContext) -> dict[str, Any]:
+        """The upstream's capabilities for this caller; an unreachable upstream offers nothing more."""
+        try:
+            return await self._upstream.server_capabilities(
+                context.caller, caller_key(context.caller.authorization)
+            )
+        except UpstreamAuthError:
+            raise
+        except UpstreamError as exc:
+            logger.warning("upstream capabilities unavailable: %s", type(exc).__name__)
+            return {}
 
     async def _instructions(self, context: RequestContext) -> str:
         catalog = await self._catalog_or_none(context)

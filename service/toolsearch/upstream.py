@@ -31,6 +31,7 @@ from toolsearch.protocol import (
     LEGACY_VERSIONS,
     METHOD_HEADER,
     MODERN_VERSION,
+    NAME_BEARING_PARAMS,
     NAME_HEADER,
     PROTOCOL_VERSION_META,
     SESSION_HEADER,
@@ -133,6 +134,7 @@ class _LegacySession:
     version: str
     session_id: str | None
     instructions: str | None
+    capabilities: Mapping[str, Any]
 
 
 @dataclass(slots=True)
@@ -258,6 +260,25 @@ class UpstreamClient:
         capabilities = caller_input.capabilities if caller_input is not None else None
         return await self._request(era, caller, caller_key, "tools/call", params, extra, capabilities)
 
+    async def forward(
+        self, caller: CallerHeaders, caller_key: str, method: str, params: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Send one request of the caller's (resources, prompts, completion) upstream as it came, with
+        the caller's credentials; the upstream's result, or its `UpstreamRpcError`."""
+        era = await self._ensure_era(caller)
+        sent = {key: value for key, value in params.items() if key != "_meta"}
+        return await self._request(era, caller, caller_key, method, sent)
+
+    async def server_capabilities(self, caller: CallerHeaders, caller_key: str) -> dict[str, Any]:
+        """What the upstream says it offers this caller (`initialize` or `server/discover`)."""
+        era = await self._ensure_era(caller)
+        if era == "modern":
+            result = await self._request(era, caller, caller_key, "server/discover", {})
+            capabilities = result.get("capabilities")
+        else:
+            capabilities = (await self._legacy_session(caller, caller_key)).capabilities
+        return dict(capabilities) if isinstance(capabilities, Mapping) else {}
+
     async def reachable(self) -> bool:
         """Whether the upstream answers HTTP at all (any status counts: it is there)."""
         try:
@@ -339,6 +360,7 @@ class UpstreamClient:
             version=str(version),
             session_id=headers.get(SESSION_HEADER),
             instructions=result.get("instructions") if isinstance(result.get("instructions"), str) else None,
+            capabilities=result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {},
         )
         await self._notify(caller, "notifications/initialized", _legacy_headers(session))
         return session
@@ -593,8 +615,9 @@ def _modern_params(params: dict[str, Any], capabilities: Mapping[str, Any] | Non
 
 def _modern_headers(method: str, params: Mapping[str, Any]) -> dict[str, str]:
     headers = {VERSION_HEADER: MODERN_VERSION, METHOD_HEADER: method}
-    if method == "tools/call":
-        headers[NAME_HEADER] = encode_header_value(str(params["name"]))
+    name_key = NAME_BEARING_PARAMS.get(method)
+    if name_key is not None and name_key in params:
+        headers[NAME_HEADER] = encode_header_value(str(params[name_key]))
     return headers
 
 
