@@ -16,7 +16,9 @@ from toolsearch.evaluation import load_queries
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import ToolInterner
 
-RECORDED_RECALL_COST = 2 / 248
+RECALL_AT_5_BEFORE_DEFENCES = 130 / 248
+"""BM25 recall@5 on the dev set over the recorded catalog before the defences (README figure)."""
+RECORDED_ATTACK_COST = 2 / 248
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +39,18 @@ def test_hostile_tools_reach_the_top_5_of_at_most_1_percent_of_requests(
     assert measured[1].hostile_top5 <= 0.01
 
 
+def test_the_defences_keep_dev_recall_at_5_within_half_a_point(measured: tuple[float, Figures]) -> None:
+    clean, _ = measured
+    assert abs(clean - RECALL_AT_5_BEFORE_DEFENCES) <= 0.005 + 1e-9
+
+
 def test_hostile_tools_cost_real_tools_no_more_recall_at_5_than_recorded(
     measured: tuple[float, Figures],
 ) -> None:
-    # Recorded: 2 of 248 servable queries lose their gold tool from the top 5 (0.8 points; the
-    # issue's goal of 0.5 points is not met by BM25 alone, see docs/search-quality.md).
+    # Recorded: 2 of 248 requests lose their gold tool from the top 5, not to a hostile tool but
+    # because the hostile texts shift the catalog's term statistics (see docs/search-quality.md).
     clean, figures = measured
-    assert clean - figures.recall_at_5 <= RECORDED_RECALL_COST + 1e-9
+    assert clean - figures.recall_at_5 <= RECORDED_ATTACK_COST + 1e-9
 
 
 def test_flagged_tools_hidden_leave_no_hostile_tool_in_the_top_5_more_often(

@@ -22,7 +22,8 @@ from toolsearch.tool import Tool
 FIELDS = ("name", "server", "title", "summary", "description", "parameter_names", "parameter_descriptions")
 """The fields of a tool document, in the order of `ToolDocument.fields`. `summary` is the first
 sentence of the description (which keeps it too): what the tool is for, before the details and
-examples that follow."""
+examples that follow. Search indexes it only when it ends within `_MAX_SUMMARY_CHARS`
+(`_opens_with_sentence`)."""
 
 _MAX_SCHEMA_DEPTH = 4
 _MAX_PARAMETERS = 200
@@ -153,9 +154,10 @@ def tool_document(tool: Tool) -> ToolDocument:
 
 
 def _opens_with_sentence(description: str) -> bool:
-    """Whether `description` starts with a sentence that ends within `_MAX_SUMMARY_CHARS` (or is no
-    longer). Only then is its summary indexed: a text with no sentence end there (a list of words)
-    gets no summary weight, in search; the model still reads its start (`semantic.passage`)."""
+    """Whether `description` opens with a sentence that ends within `_MAX_SUMMARY_CHARS`. A text
+    that does not (a list of words) gets no summary weight in search: a long run of words cannot
+    buy it. The model still reads its start (`semantic.passage`): a passage without it would be the
+    tool's name alone, which embeds close to any request with one of its words."""
     end = _SENTENCE_END.search(description)
     return (end.start() if end else len(description)) <= _MAX_SUMMARY_CHARS
 

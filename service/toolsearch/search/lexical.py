@@ -48,9 +48,8 @@ class FieldWeight:
 # of them, or K1, moves recall@5 by a point at most. What did move it: the summary field, the
 # server score, camelCase words counted once, and the inflection fallback (a point or two each).
 # The summary's and the description's b (0.3 and 0.75 before) are what keyword stuffing cannot
-# buy: a long text's words count for less, closer to in proportion to its length (bench
-# adversarial: hostile tools in the top 5 of 1.2% -> 0.4% of the dev requests, recall@5 0.524 ->
-# 0.532; see also `documents._is_sentence`).
+# buy: a long text's words count for less, nearly in proportion to its length (docs/search-quality.md,
+# hostile tools).
 FIELD_WEIGHTS: dict[str, FieldWeight] = {
     "name": FieldWeight(3.0, 0.3),
     "server": FieldWeight(2.0, 0.0),
