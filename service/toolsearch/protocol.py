@@ -255,8 +255,10 @@ FORWARDED_METHODS: Final = {
     "completion/complete": "completions",
 }
 """Methods passed to the upstream as they came, by the server capability that offers them."""
-CACHED_LISTS: Final = frozenset({"resources/list", "resources/templates/list", "prompts/list"})
-"""Forwarded results that carry 2026-07-28 caching hints."""
+CACHED_RESULTS: Final = frozenset(
+    {"resources/list", "resources/templates/list", "resources/read", "prompts/list"}
+)
+"""Forwarded results that carry 2026-07-28 caching hints (`ttlMs`, `cacheScope`)."""
 
 
 def offered_capabilities(upstream: Mapping[str, Any]) -> dict[str, Any]:

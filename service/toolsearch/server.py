@@ -15,7 +15,7 @@ from toolsearch.catalog import Catalog, CatalogService, caller_key
 from toolsearch.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, Message
 from toolsearch.metatools import MetaTools
 from toolsearch.protocol import (
-    CACHED_LISTS,
+    CACHED_RESULTS,
     CLIENT_CAPABILITIES_META,
     FORWARDED_METHODS,
     SERVER_INFO,
@@ -207,7 +207,7 @@ class McpServer:
         except UpstreamError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"The upstream could not answer {method}: {exc}") from None
         result = without_envelope(result)
-        if era == "modern" and method in CACHED_LISTS:
+        if era == "modern" and method in CACHED_RESULTS:
             result.setdefault("ttlMs", self._ttl_ms)
             result.setdefault("cacheScope", "private")
         return result
