@@ -18,6 +18,7 @@ import asyncio
 import datetime
 import json
 import platform
+from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -44,12 +45,15 @@ class ReplayedUpstream:
 
     The demo upstream (MCP SDK) takes a few hundred milliseconds to serve 1,500 tools; replaying its
     bytes lets a thousand callers list their catalogs in reasonable time, and the proxy receives
-    exactly what the real upstream sent.
+    exactly what the real upstream sent. With `listings`, each caller's tools/list answer is the one
+    given for its `Authorization` header instead.
     """
 
-    def __init__(self, upstream_url: str) -> None:
+    def __init__(self, upstream_url: str, listings: Mapping[str, bytes] | None = None) -> None:
         self.results: dict[str, bytes] = {}
         self.listings = 0
+        self._listings = listings or {}
+        """tools/list results by `Authorization` header, for callers who see catalogs of their own."""
         for method in ("server/discover", "tools/list"):
             meta = {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -81,10 +85,10 @@ class ReplayedUpstream:
                 break
         request = orjson.loads(body)
         self.listings += request["method"] == "tools/list"
-        answer = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (
-            orjson.dumps(request["id"]),
-            self.results[request["method"]],
-        )
+        result = self.results[request["method"]]
+        if request["method"] == "tools/list" and self._listings:
+            result = self._listings[dict(scope["headers"]).get(b"authorization", b"").decode()]
+        answer = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (orjson.dumps(request["id"]), result)
         await send(
             {
                 "type": "http.response.start",

@@ -64,56 +64,19 @@ SHARED_CATALOGS = (slice(0, TOOLS), slice(0, 400), slice(400, 650), slice(650, 8
 """The few catalogs most callers share (slices of the 1,500 tools; the time tools are in each)."""
 OWN_CATALOG_TOOLS = 100
 QUERIES = (
-    "create an issue",
-    "send a message",
-    "current time",
-    "list pods",
-    "stock price",
-    "search documents",
+    "open a pull request",
+    "post to a channel",
+    "what time is it in Tokyo",
+    "restart a deployment",
     "refund a payment",
     "calendar events tomorrow",
+    "unresolved errors this week",
+    "query a table",
 )
 CLOCK = "time_get_current_time"
 SAMPLE_SECONDS = 5.0
 _PROBLEM = re.compile(r" ERROR |^\w+(Error|Exception)\b")
 """A replica's log line worth showing: an error, or the exception that follows it."""
-
-
-class SoakUpstream:
-    """The recorded tools/list answer of the demo upstream, replayed per token: each sees its catalog.
-
-    A replayed answer costs the upstream nothing, so the soak measures the replicas and Redis.
-    """
-
-    def __init__(self, replayed: ReplayedUpstream, catalogs: dict[str, list[dict[str, Any]]]) -> None:
-        self._replayed = replayed
-        self._listings = {
-            f"Bearer {token}": orjson.dumps({"tools": tools}) for token, tools in catalogs.items()
-        }
-        self.listings = 0
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        request = orjson.loads(body)
-        authorization = dict(scope["headers"]).get(b"authorization", b"").decode()
-        if request["method"] == "tools/list":
-            self.listings += 1
-            result = self._listings[authorization]
-        elif request["method"] == "tools/call":
-            result = orjson.dumps({"content": [{"type": "text", "text": "2026-12-01T10:00:00Z"}]})
-        else:
-            result = self._replayed.results[request["method"]]
-        answer = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (orjson.dumps(request["id"]), result)
-        headers = [(b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": answer})
 
 
 def catalogs_of(tools: list[dict[str, Any]], callers: int, own: int) -> dict[str, list[dict[str, Any]]]:
@@ -389,7 +352,9 @@ async def soak(options: argparse.Namespace) -> int:
     random.Random(0).shuffle(tokens)
     with ExitStack() as stack:
         demo_base = stack.enter_context(serve_app(DemoUpstream(tools).app()))
-        upstream = SoakUpstream(ReplayedUpstream(f"{demo_base}/mcp"), catalogs)
+        listings = {f"Bearer {token}": orjson.dumps({"tools": tools}) for token, tools in catalogs.items()}
+        upstream = ReplayedUpstream(f"{demo_base}/mcp", listings)  # replayed: the upstream costs nothing
+        upstream.results["tools/call"] = orjson.dumps({"content": [{"type": "text", "text": "10:00 UTC"}]})
         # Idle connections kept longer than the replicas' pool keeps them (5 s), as a gateway would.
         upstream_base = stack.enter_context(serve_app(upstream, keep_alive=75))
         cluster = stack.enter_context(RedisClusterServer(masters=3, replicas=1))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,6 +47,20 @@ def keys_by_master(cluster: RedisClusterServer) -> dict[int, list[bytes]]:
         with master.client() as client:
             found[master.port] = client.keys("toolsearch:*")
     return found
+
+
+async def searching_until(operation: Callable[[], object], replicas: list[str]) -> list[dict[str, Any]]:
+    """Two callers search through every replica, again and again, until `operation` (run in a
+    thread) is done; returns their answers."""
+    running = asyncio.ensure_future(asyncio.to_thread(operation))
+    answers: list[dict[str, Any]] = []
+    while not running.done():
+        searches = (
+            search(replica, token, "current time") for replica in replicas for token in (TOKEN_X, TOKEN_Y)
+        )
+        answers += await asyncio.gather(*searches)
+    await running
+    return answers
 
 
 async def test_a_record_written_through_the_cluster_reads_back_on_another_replica(redis_cluster) -> None:
@@ -166,17 +182,7 @@ async def test_a_master_killed_mid_test_fails_no_request_and_its_promoted_replic
         for replica in replicas:
             await search(replica, TOKEN_X, "send a message")
         redis_cluster.kill_master()
-        failover = asyncio.ensure_future(asyncio.to_thread(redis_cluster.wait_until_serving))
-        answers = []
-        while not failover.done():
-            answers += await asyncio.gather(
-                *(
-                    search(replica, token, "current time")
-                    for replica in replicas
-                    for token in (TOKEN_X, TOKEN_Y)
-                )
-            )
-        await failover
+        answers = await searching_until(redis_cluster.wait_until_serving, replicas)
         assert all(answer["results"][0]["tools"] for answer in answers)
         await wait_until(lambda: all(store_health(replica)["status"] == "up" for replica in replicas))
         for replica in replicas:
@@ -190,17 +196,7 @@ async def test_slots_moved_mid_test_fail_no_request_and_no_store_operation(redis
         for replica in replicas:
             await search(replica, TOKEN_X, "send a message")
         before = keys_by_master(redis_cluster)
-        resharding = asyncio.ensure_future(asyncio.to_thread(redis_cluster.move_slots, 1500))
-        answers = []
-        while not resharding.done():
-            answers += await asyncio.gather(
-                *(
-                    search(replica, token, "current time")
-                    for replica in replicas
-                    for token in (TOKEN_X, TOKEN_Y)
-                )
-            )
-        await resharding
+        answers = await searching_until(lambda: redis_cluster.move_slots(1500), replicas)
         for replica in replicas:
             answers.append(await search(replica, TOKEN_TIME, "current time"))
         health = [store_health(replica) for replica in replicas]
