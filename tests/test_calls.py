@@ -170,5 +170,5 @@ async def test_pinned_tools_are_listed_and_callable_as_themselves(upstream, mode
         async with connect(url, TOKEN_X, mode) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             result = await client.call_tool("time_get_current_time", TIME_ARGS)
-    assert names[5:] == ["time_get_current_time", "time_convert_time"]
+    assert names[5:] == ["time_convert_time", "time_get_current_time"]
     assert not result.is_error

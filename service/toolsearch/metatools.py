@@ -222,7 +222,8 @@ class MetaTools:
             return list(self.definitions)
         pinned = [
             dict(t.definition)
-            for t in catalog.tools
+            # By name: one list whatever order the upstream lists in, so clients can cache it.
+            for t in sorted(catalog.tools, key=lambda tool: tool.name)
             if self._policy.is_pinned(t) and t.name not in self._schemas and not catalog.withheld(t.name)
         ]
         return [*self.definitions, *pinned]
@@ -297,6 +298,8 @@ class MetaTools:
                 self._telemetry.search_duration.record(elapsed(started))
             for rank, hit in enumerate(hits):
                 tool = catalog.tools[hit.position]
+                if tool.app_only:  # an MCP Apps UI's tool, not the model's
+                    continue
                 entry = self._summary(tool)
                 _flag(entry, catalog, tool.name)
                 if hit.weak:
@@ -321,7 +324,7 @@ class MetaTools:
         tools, unknown = [], []
         for name in arguments["names"]:
             tool = catalog.get(name)
-            if tool is None:
+            if tool is None or tool.app_only:
                 unknown.append({"name": name, "similar": similar_names(name, catalog.names)})
                 continue
             entry: dict[str, Any] = {"name": tool.name, "readOnly": self._policy.is_read_only(tool)}
@@ -406,7 +409,7 @@ class MetaTools:
         `direct` (a `tools/call` by the tool's real name), as the upstream would: an unknown tool and
         the upstream's JSON-RPC errors are JSON-RPC errors."""
         tool = catalog.get(name)
-        if tool is None:
+        if tool is None or (tool.app_only and not direct):  # direct: the app calls its own tools
             if direct:
                 raise JsonRpcError(INVALID_PARAMS, self._unknown_tool(catalog, name))
             return error_result(self._unknown_tool(catalog, name))

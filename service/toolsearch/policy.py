@@ -23,4 +23,5 @@ class ToolPolicy:
         return tool.marked_read_only and not _matches(tool.name, self.write_patterns)
 
     def is_pinned(self, tool: Tool) -> bool:
-        return _matches(tool.name, self.pin_patterns)
+        """Listed as itself: matched by `--pin`, or marked by its server to be loaded up front."""
+        return tool.always_load or _matches(tool.name, self.pin_patterns)

@@ -99,7 +99,6 @@ class Proxy:
             upstream,
             max_instructions=settings.max_instructions,
             catalog_ttl=settings.catalog_ttl,
-            catalog_in_tools_list=bool(settings.pin),
             telemetry=telemetry,
         )
         return cls(

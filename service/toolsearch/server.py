@@ -72,7 +72,6 @@ class McpServer:
         *,
         max_instructions: int,
         catalog_ttl: float,
-        catalog_in_tools_list: bool,
         telemetry: Telemetry,
     ) -> None:
         self._telemetry = telemetry
@@ -81,7 +80,6 @@ class McpServer:
         self._upstream = upstream
         self._max_instructions = max_instructions
         self._ttl_ms = int(catalog_ttl * 1000)
-        self._catalog_in_tools_list = catalog_in_tools_list
 
     async def handle(self, message: Message, context: RequestContext) -> dict[str, Any]:
         """The result of one request; raises `JsonRpcError`, or `UpstreamAuthError` for pass-through."""
@@ -175,7 +173,7 @@ class McpServer:
         }
 
     async def _tools_list(self, era: Era, context: RequestContext) -> dict[str, Any]:
-        catalog = await self._catalog_or_none(context) if self._catalog_in_tools_list else None
+        catalog = await self._catalog_or_none(context)
         result: dict[str, Any] = {"tools": self._metatools.listed_tools(catalog)}
         if era == "modern":
             result.update(ttlMs=self._ttl_ms, cacheScope="private")

@@ -47,6 +47,30 @@ class Tool:
         return annotations if isinstance(annotations, Mapping) else {}
 
     @property
+    def meta(self) -> Mapping[str, Any]:
+        meta = self.definition.get("_meta")
+        return meta if isinstance(meta, Mapping) else {}
+
+    @property
+    def always_load(self) -> bool:
+        """Marked by its server to be loaded up front (`_meta["anthropic/alwaysLoad"]`): pinned."""
+        return self.meta.get("anthropic/alwaysLoad") is True
+
+    @property
+    def search_hint(self) -> str:
+        """Words its server adds for search (`_meta["anthropic/searchHint"]`), searched as the
+        description is."""
+        hint = self.meta.get("anthropic/searchHint")
+        return hint if isinstance(hint, str) else ""
+
+    @property
+    def app_only(self) -> bool:
+        """Visible to an MCP Apps UI but not to the model (`_meta.ui.visibility` without "model")."""
+        ui = self.meta.get("ui")
+        visibility = ui.get("visibility") if isinstance(ui, Mapping) else None
+        return isinstance(visibility, list) and bool(visibility) and "model" not in visibility
+
+    @property
     def marked_read_only(self) -> bool:
         """What the upstream claims; the operator's `--write-tools` policy is applied on top."""
         return self.annotations.get("readOnlyHint") is True

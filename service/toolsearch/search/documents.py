@@ -84,7 +84,7 @@ def tool_fields(tool: Tool) -> dict[str, str]:
         "server": server,
         "title": tool.title,
         "summary": description[: sentence_end.start() if sentence_end else None][:_MAX_SUMMARY_CHARS],
-        "description": description,
+        "description": f"{description}\n{tool.search_hint}" if tool.search_hint else description,
         "parameter_names": " ".join(names),
         "parameter_descriptions": "\n".join(filter(None, descriptions)),
     }
