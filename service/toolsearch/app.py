@@ -23,6 +23,12 @@ from toolsearch.jsonrpc import (
     parse_message,
     result_response,
 )
+from toolsearch.oauth import (
+    PROTECTED_RESOURCE_PATH,
+    challenge_for,
+    protected_resource_document,
+    public_resource,
+)
 from toolsearch.proxy import Proxy
 from toolsearch.server import RequestContext
 from toolsearch.settings import Settings
@@ -135,6 +141,11 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
             return _rpc_error(error, message.id)
         except UpstreamAuthError as refused:
             headers = {k: v for k, v in refused.headers.items() if k.lower() in _PASSED_AUTH_HEADERS}
+            resource = resource_of(request)
+            headers = {
+                name: challenge_for(value, resource) if name.lower() == "www-authenticate" else value
+                for name, value in headers.items()
+            }
             return Response(refused.body, status_code=refused.status, headers=headers)
         except Exception:
             logger.exception("request failed inside toolsearch", extra={"method": message.method})
@@ -157,7 +168,28 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
         response.headers["Allow"] = "POST"
         return response
 
-    @app.get("/.well-known/oauth-protected-resource{rest:path}")
+    def resource_of(request: Request) -> str:
+        return public_resource(
+            settings.public_url,
+            settings.path,
+            request.url.scheme,
+            request.headers,
+            trust_forwarded=settings.trust_forwarded_headers,
+        )
+
+    @app.get(PROTECTED_RESOURCE_PATH + "{rest:path}")
+    async def protected_resource(request: Request) -> Response:
+        """The upstream's protected resource metadata, naming the proxy as the resource."""
+        try:
+            document = await proxy.upstream.protected_resource_metadata()
+        except UpstreamError as exc:
+            return _json({"error": "upstream_unavailable", "error_description": str(exc)}, 502)
+        if document is None:
+            return _json(
+                {"error": "not_found", "error_description": "the upstream is not OAuth-protected"}, 404
+            )
+        return _json(protected_resource_document(document, resource_of(request)))
+
     @app.get("/.well-known/oauth-authorization-server{rest:path}")
     async def oauth_discovery(request: Request) -> Response:
         try:

@@ -81,6 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
             port=settings.port,
             log_config=None,
             access_log=False,
+            proxy_headers=False,  # X-Forwarded-* count only with --trust-forwarded-headers, in the app
             timeout_graceful_shutdown=settings.shutdown_grace,
         )
     # uvicorn re-raises the SIGTERM it handled, which ends the process before this line, except as

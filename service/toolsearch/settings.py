@@ -30,6 +30,17 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address to listen on (HTTP transport).")
     port: int = Field(8090, ge=0, le=65535, description="Port to listen on (HTTP transport).")
     path: str = Field("/mcp", description="Path of the MCP endpoint.")
+    public_url: str = Field(
+        "",
+        description="The MCP endpoint's URL as clients reach it (e.g. https://tools.example.com/mcp): the "
+        "OAuth protected resource clients get tokens for. Empty: each request's scheme and Host (or "
+        "X-Forwarded-Proto and -Host, with --trust-forwarded-headers) and --path.",
+    )
+    trust_forwarded_headers: bool = Field(
+        False,
+        description="Take the public URL from X-Forwarded-Proto and X-Forwarded-Host (only behind a "
+        "reverse proxy that sets them).",
+    )
     allowed_origins: PatternList = Field(
         default_factory=lambda: ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"],
         description="Glob patterns of browser Origins allowed to call the proxy (DNS rebinding "

@@ -25,6 +25,7 @@ from opentelemetry.trace import SpanKind
 
 from toolsearch import __version__
 from toolsearch.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
+from toolsearch.oauth import PROTECTED_RESOURCE_PATH
 from toolsearch.protocol import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO_META,
@@ -300,6 +301,23 @@ class UpstreamClient:
             return await self._http.get(url)
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream unreachable: {_describe(exc)}") from None
+
+    async def protected_resource_metadata(self) -> dict[str, Any] | None:
+        """The upstream's OAuth protected resource metadata (RFC 9728): at the well-known path for
+        its MCP endpoint, else at the origin's root; None when it has none."""
+        path = httpx.URL(self.url).path.rstrip("/")
+        for candidate in dict.fromkeys((f"{PROTECTED_RESOURCE_PATH}{path}", PROTECTED_RESOURCE_PATH)):
+            response = await self.get_well_known(candidate)
+            if response.status_code == 404:
+                continue
+            try:
+                document = orjson.loads(response.content)
+            except orjson.JSONDecodeError:
+                document = None
+            if response.status_code != 200 or not isinstance(document, dict):
+                raise UpstreamError(f"upstream answered {candidate} with HTTP {response.status_code}")
+            return document
+        return None
 
     # -- eras and sessions -------------------------------------------------------------------------
 

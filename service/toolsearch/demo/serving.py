@@ -56,6 +56,7 @@ def serve_app(
         log_config=None,  # leave the process's logging configuration alone
         log_level=log_level,
         access_log=False,
+        proxy_headers=False,  # what X-Forwarded-* headers count for is the app's to decide
         timeout_graceful_shutdown=max(1, round(shutdown_timeout)),
         timeout_keep_alive=round(keep_alive),
     )
