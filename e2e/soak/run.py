@@ -13,6 +13,7 @@ Cluster's memory; writes e2e/soak/results/soak-<date>.json and .png. Exits non-z
 failed or memory did not level off (the last quarter's peak more than 10 % above the third's).
 Everything it starts, it stops.
 
+    pip install -e '.[bench]'   # matplotlib, for the plot
     python e2e/soak/run.py [--duration 600] [--callers 10000] [--concurrency 24]
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import importlib.util
 import itertools
 import json
 import os
@@ -56,7 +58,7 @@ from toolsearch.demo.serving import (  # noqa: E402
     serve_app,
     serve_process,
 )
-from toolsearch.demo.upstream import DEMO_SERVERS, DemoUpstream, recorded_tools  # noqa: E402
+from toolsearch.demo.upstream import DemoUpstream, recorded_tools  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TOOLS = 1500
@@ -343,10 +345,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 
 async def soak(options: argparse.Namespace) -> int:
-    # The time tools first, so that every catalog can call one.
-    tools = recorded_tools(
-        servers=["time", *(server for server in DEMO_SERVERS if server != "time")], limit=TOOLS
-    )
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SystemExit("matplotlib not installed (it draws the plot): pip install -e '.[bench]'")
+    # The time tools first, so that every catalog can call one; then the recorded catalog's others.
+    clock = recorded_tools(servers=["time"])
+    tools = clock + [tool for tool in recorded_tools() if tool not in clock][: TOOLS - len(clock)]
     catalogs = catalogs_of(tools, options.callers, options.own_catalogs)
     tokens = list(catalogs)
     random.Random(0).shuffle(tokens)
