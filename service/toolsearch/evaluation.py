@@ -50,6 +50,8 @@ class Outcome:
     """0-based rank of the first gold tool within the top `DEPTH`; None when none is there."""
     abstained: bool
     latency_ms: float
+    top: tuple[str, ...] = ()
+    """Names of the top `DEPTH` tools, best first."""
 
 
 def load_queries(path: str | Path) -> list[Query]:
@@ -90,10 +92,10 @@ def run_queries(search: Search, names: Sequence[str], queries: Iterable[Query]) 
         started = time.perf_counter()
         hits = search(query.text, DEPTH)
         latency_ms = (time.perf_counter() - started) * 1000
-        ranked = [names[hit.position] for hit in hits]
+        ranked = tuple(names[hit.position] for hit in hits)
         rank = next((rank for rank, name in enumerate(ranked) if name in query.gold), None)
         abstained = not hits or hits[0].weak
-        outcomes.append(Outcome(query, rank, abstained, latency_ms))
+        outcomes.append(Outcome(query, rank, abstained, latency_ms, ranked))
     return outcomes
 
 
@@ -111,16 +113,21 @@ def _share(flags: Iterable[bool]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def _grouped(outcomes: Sequence[Outcome], key: Callable[[Query], str]) -> dict[str, dict[str, float | int]]:
+    groups = sorted({key(outcome.query) for outcome in outcomes})
+    return {group: _ranking([o for o in outcomes if key(o.query) == group]) for group in groups}
+
+
 def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """The report: ranking quality overall and per language, abstention, latency (JSON-ready)."""
+    """The report: ranking quality overall, per language and per kind, abstention, latency (JSON-ready)."""
     servable = [outcome for outcome in outcomes if outcome.query.gold]
     unservable = [outcome for outcome in outcomes if not outcome.query.gold]
-    languages = sorted({outcome.query.lang for outcome in servable})
     latencies = [outcome.latency_ms for outcome in outcomes]
     p50, p99 = np.percentile(latencies, [50, 99]) if latencies else (0.0, 0.0)
     return {
         "overall": _ranking(servable),
-        "by_lang": {lang: _ranking([o for o in servable if o.query.lang == lang]) for lang in languages},
+        "by_lang": _grouped(servable, lambda query: query.lang),
+        "by_kind": _grouped([o for o in servable if o.query.kind], lambda query: query.kind),
         "abstention": {
             "unservable_queries": len(unservable),
             "abstained_on_unservable": _share(o.abstained for o in unservable),
@@ -131,14 +138,26 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
+def outcome_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
+    """Each query's outcome, for error analysis: `id`, the 0-based `rank` of its first gold tool (None
+    when not in the top `DEPTH`), the `top` names and whether search `abstained`."""
+    return [
+        {"id": o.query.id, "rank": o.rank, "top": list(o.top), "abstained": o.abstained} for o in outcomes
+    ]
+
+
 def format_report(report: dict[str, Any], title: str = "") -> str:
     columns = ["queries", *(f"recall@{k}" for k in CUTOFFS), "mrr@10"]
     lines = [title] if title else []
-    lines.append(f"{'lang':<8}" + "".join(f"{column:>10}" for column in columns))
-    rows = [("overall", report["overall"]), *report["by_lang"].items()]
+    lines.append(f"{'':<12}" + "".join(f"{column:>10}" for column in columns))
+    rows = [
+        ("overall", report["overall"]),
+        *report["by_lang"].items(),
+        *report.get("by_kind", {}).items(),
+    ]
     for label, row in rows:
         cells = [f"{row['queries']:>10}", *(f"{row[column]:>10.3f}" for column in columns[1:])]
-        lines.append(f"{label:<8}" + "".join(cells))
+        lines.append(f"{label:<12}" + "".join(cells))
     abstention = report["abstention"]
     lines.append(
         f"abstained on {abstention['abstained_on_unservable']:.0%} of {abstention['unservable_queries']} "
@@ -172,7 +191,8 @@ def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         type=Path,
         action="append",
         default=[],
-        help="embedding model directory; repeat it to add companion models (as `serve --model-dir`)",
+        help="a profile directory, or an embedding model directory repeated to add companion models "
+        "(as `serve --model-dir`)",
     )
     parser.add_argument(
         "--mode",
@@ -188,7 +208,8 @@ def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_file, recorded_catalog_path
-    from toolsearch.embedding import ModelError, load_model
+    from toolsearch.embedding import ModelError
+    from toolsearch.embedding.profile import Profile, load_profile
     from toolsearch.search.hybrid import QueryVectors, build_index
     from toolsearch.tool import ToolInterner
 
@@ -199,21 +220,32 @@ def _run_eval_command(args: argparse.Namespace) -> int:
     try:
         queries = load_queries(args.queries)
         definitions = load_catalog_file(args.catalog or recorded_catalog_path())
-        models = [load_model(path, threads=args.threads) for path in args.model_dir] if mode != "bm25" else []
+        profile = load_profile(args.model_dir, threads=args.threads) if mode != "bm25" else Profile((), None)
     except (QueryFileError, CatalogFileError, ModelError) as error:
         print(f"toolsearch eval: error: {error}", file=sys.stderr)
         return 2
     interner = ToolInterner()
     tools = [interner.intern(definition) for definition in definitions]
     started = time.perf_counter()
-    embedder, companions = (models[0], models[1:]) if models else (None, [])
-    index = build_index(tools, embedder, mode=mode, companions=[QueryVectors(model) for model in companions])
+    models = profile.models
+    embedder, companions = (models[0], models[1:]) if models else (None, ())
+    index = build_index(
+        tools,
+        embedder,
+        mode=mode,
+        companions=[QueryVectors(model) for model in companions],
+        ranker=profile.ranker,
+    )
     built = time.perf_counter() - started
-    report = summarize(run_queries(index.search, [tool.name for tool in tools], queries))
+    outcomes = run_queries(index.search, [tool.name for tool in tools], queries)
+    report = summarize(outcomes)
     report["index_seconds"] = built
-    model = "".join(f", {model.name}" for model in models)
+    model = "".join(f", {model.name}" for model in models) + (", learned" if profile.ranker else "")
     print(format_report(report, f"{mode}{model}: {len(queries)} queries over {len(tools)} tools"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"mode": mode, **report}, indent=2) + "\n", encoding="utf-8")
+        args.json.write_text(
+            json.dumps({"mode": mode, **report, "queries": outcome_rows(outcomes)}, indent=2) + "\n",
+            encoding="utf-8",
+        )
     return 0

@@ -14,6 +14,7 @@ from toolsearch.evaluation import (
     QueryFileError,
     add_eval_command,
     load_queries,
+    outcome_rows,
     run_queries,
     summarize,
 )
@@ -34,12 +35,12 @@ RANKINGS = {
     "unservable-sure": [SearchHit(7, 5.0)],
 }
 QUERIES = [
-    Query("1", "first", "en", frozenset({"a"})),
-    Query("2", "third", "en", frozenset({"d", "z"})),
-    Query("3", "missed", "lt", frozenset({"k"})),
-    Query("4", "doubted", "lt", frozenset({"f"})),
-    Query("5", "unservable-weak", "en", frozenset()),
-    Query("6", "unservable-sure", "de", frozenset()),
+    Query("1", "first", "en", frozenset({"a"}), "named"),
+    Query("2", "third", "en", frozenset({"d", "z"}), "unnamed"),
+    Query("3", "missed", "lt", frozenset({"k"}), "unnamed"),
+    Query("4", "doubted", "lt", frozenset({"f"}), "paraphrase"),
+    Query("5", "unservable-weak", "en", frozenset(), "unservable"),
+    Query("6", "unservable-sure", "de", frozenset(), "unservable"),
 ]
 
 
@@ -67,6 +68,21 @@ def test_languages_are_reported_apart_and_only_for_servable_queries(report: dict
     assert report["by_lang"]["en"]["recall@5"] == 1.0
     assert report["by_lang"]["lt"]["recall@5"] == 0.5
     assert report["by_lang"]["lt"]["mrr@10"] == pytest.approx(0.25)
+
+
+def test_kinds_are_reported_apart_and_only_for_servable_queries(report: dict) -> None:
+    assert set(report["by_kind"]) == {"named", "unnamed", "paraphrase"}
+    assert report["by_kind"]["unnamed"]["queries"] == 2
+    assert report["by_kind"]["unnamed"]["recall@5"] == 0.5
+    assert report["by_kind"]["paraphrase"]["mrr@10"] == pytest.approx(0.5)
+
+
+def test_each_query_outcome_names_its_first_gold_rank_and_the_top_tools() -> None:
+    rows = outcome_rows(run_queries(_search, NAMES, QUERIES))
+    assert rows[1] == {"id": "2", "rank": 2, "top": ["b", "c", "d"], "abstained": False}
+    assert rows[2]["rank"] is None
+    assert len(rows[2]["top"]) == 10
+    assert rows[3]["abstained"] is True
 
 
 def test_abstention_is_right_on_unservable_queries_and_wrong_on_servable_ones(report: dict) -> None:
@@ -133,8 +149,9 @@ def test_the_eval_command_prints_and_writes_the_report(tmp_path: Path, capsys: p
     out = tmp_path / "report.json"
     assert _run_eval("--catalog", str(catalog), "--queries", str(queries), "--json", str(out)) == 0
     report = json.loads(out.read_text())
-    assert {"overall", "by_lang", "abstention", "latency_ms"} <= set(report)
+    assert {"overall", "by_lang", "by_kind", "abstention", "latency_ms", "queries"} <= set(report)
     assert report["overall"]["recall@1"] == 1.0
+    assert [row["rank"] for row in report["queries"]] == [0, 0]
     assert "recall@5" in capsys.readouterr().out
 
 
