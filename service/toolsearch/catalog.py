@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Any, Final
@@ -28,6 +28,7 @@ from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.identity import caller_key as caller_key
 from toolsearch.integrity import ToolGuard, suspicious_reasons
 from toolsearch.search import SearchHit, SearchIndex
+from toolsearch.search.documents import split_qualified_name
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
@@ -46,7 +47,7 @@ _MAX_WAIT_SECONDS: Final = 30.0
 class Toolset:
     """A distinct list of tools, shared by every caller who sees exactly these tools."""
 
-    __slots__ = ("__weakref__", "digest", "flagged", "index", "positions", "tools")
+    __slots__ = ("__weakref__", "_servers", "digest", "flagged", "index", "positions", "tools")
 
     def __init__(self, tools: tuple[Tool, ...], digest: str, index: SearchIndex) -> None:
         self.tools = tools
@@ -55,6 +56,15 @@ class Toolset:
         self.positions = {tool.name: position for position, tool in enumerate(tools)}
         self.flagged = suspicious_reasons(tools)
         """Why each flagged tool looks hostile (`integrity.suspicious_reasons`), by name."""
+        self._servers: tuple[tuple[str, int], ...] | None = None
+
+    @property
+    def servers(self) -> tuple[tuple[str, int], ...]:
+        """(server, tool count) of the servers in these tools' names, most tools first, then by name."""
+        if self._servers is None:
+            counts = Counter(server for server, _ in map(split_qualified_name, self.positions) if server)
+            self._servers = tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        return self._servers
 
 
 class Catalog:
@@ -102,6 +112,11 @@ class Catalog:
     @property
     def names(self) -> list[str]:
         return list(self._toolset.positions)
+
+    @property
+    def servers(self) -> tuple[tuple[str, int], ...]:
+        """(server, tool count) by the `<server>_<tool>` names, most tools first."""
+        return self._toolset.servers
 
     def search(self, query: str, limit: int) -> list[tuple[Tool, float]]:
         return [(self.tools[hit.position], hit.score) for hit in self.hits(query, limit)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -54,6 +55,11 @@ _NO_MATCH: Final = (
 _DESCRIPTION_CHARS: Final = 240
 _ERROR_CHARS: Final = 2000
 """The most of an upstream's error message passed on to the model."""
+
+_MAX_SERVER_LIST_CHARS: Final = 1500
+"""Room for the catalog's servers in search_tools' description: tools/list stays under 1,500 tokens."""
+_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,39}")
+"""A server name as shown to the model: names are upstream text, so anything else is left out."""
 
 _NAME = {"type": "string", "description": "Exact tool name, as search_tools returns it."}
 _ARGUMENTS = {"type": "object", "description": "Arguments matching the tool's input schema."}
@@ -165,6 +171,25 @@ def _definitions(max_batch_calls: int) -> list[dict[str, Any]]:
     return definitions
 
 
+def servers_note(servers: Sequence[tuple[str, int]], limit: int = _MAX_SERVER_LIST_CHARS) -> str:
+    """What search_tools' description says of the catalog: its servers, most tools first, cut to
+    `limit` characters, so that the model can name the product in its queries."""
+    shown = [(name, count) for name, count in servers if _SERVER_NAME.fullmatch(name)]
+    if len(shown) < 2:  # one server or none: its name says nothing the tools do not
+        return ""
+    head = " Tools come from these servers (tool count): "
+    parts: list[str] = []
+    used = len(head)
+    for index, (name, count) in enumerate(shown):
+        part = f"{name} ({count})"
+        rest = f", and {len(shown) - index} more."
+        if used + len(part) + 2 + len(rest) > limit:
+            return head + ", ".join(parts) + rest
+        parts.append(part)
+        used += len(part) + 2
+    return head + ", ".join(parts) + "."
+
+
 def error_result(message: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
@@ -217,16 +242,23 @@ class MetaTools:
         return name in self._schemas
 
     def listed_tools(self, catalog: Catalog | None) -> list[dict[str, Any]]:
-        """What `tools/list` shows: the meta-tools, then the caller's pinned tools as themselves."""
+        """What `tools/list` shows: the meta-tools (search_tools naming the caller's servers), then
+        the caller's pinned tools as themselves."""
         if catalog is None:
             return list(self.definitions)
+        definitions = [
+            {**d, "description": d["description"] + servers_note(catalog.servers)}
+            if d["name"] == SEARCH
+            else d
+            for d in self.definitions
+        ]
         pinned = [
             dict(t.definition)
             # By name: one list whatever order the upstream lists in, so clients can cache it.
             for t in sorted(catalog.tools, key=lambda tool: tool.name)
             if self._policy.is_pinned(t) and t.name not in self._schemas and not catalog.withheld(t.name)
         ]
-        return [*self.definitions, *pinned]
+        return [*definitions, *pinned]
 
     async def call(
         self, name: str, arguments: Any, caller: CallerHeaders, caller_input: CallerInput | None = None
