@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from toolsearch import __version__
 from toolsearch.demo.run import add_demo_command
-from toolsearch.embedding.commands import add_model_commands
+from toolsearch.embedding.commands import add_model_commands, add_train_command
 from toolsearch.evaluation import add_eval_command
 from toolsearch.offline import add_search_command
 from toolsearch.settings import Settings
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_search_command(commands)
     add_model_commands(commands)
     add_eval_command(commands)
+    add_train_command(commands)
     add_stats_command(commands)
     return parser
 

@@ -1,31 +1,57 @@
-"""`toolsearch search`: lexical search over a catalog file, offline, for tuning and for a quick look."""
+"""`toolsearch search`: search a catalog file offline, for tuning and for a quick look; with
+`--explain`, what each signal contributed to each hit ("why this tool?")."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from toolsearch.catalog_file import CatalogFileError, load_catalog_file, recorded_catalog_path
+from toolsearch.embedding import ModelError
+from toolsearch.search import SearchIndex
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.tool import ToolInterner
+from toolsearch.tool import Tool, ToolInterner
 
 _DESCRIPTION_WIDTH = 80
+_EXPLAINED_PARTS = 5
+"""How many of a hit's largest contributions `--explain` prints."""
 
 
 def search_catalog_file(path: str | Path, query: str, limit: int = 10) -> list[tuple[str, float]]:
-    """The best `limit` tools of the catalog file for `query`: (qualified name, score), best first."""
-    return [(name, score) for name, score, _ in _search(path, query, limit)]
-
-
-def _search(path: str | Path, query: str, limit: int) -> list[tuple[str, float, str]]:
-    interner = ToolInterner()
-    tools = [interner.intern(definition) for definition in load_catalog_file(path)]
+    """The best `limit` tools of the catalog file for `query` by BM25F: (name, score), best first."""
+    tools = _tools(path)
     hits = LexicalIndex.build(tools).search(query, limit)
-    return [
-        (tools[hit.position].name, hit.score, _first_line(tools[hit.position].description)) for hit in hits
-    ]
+    return [(tools[hit.position].name, hit.score) for hit in hits]
+
+
+def _tools(path: str | Path) -> list[Tool]:
+    interner = ToolInterner()
+    return [interner.intern(definition) for definition in load_catalog_file(path)]
+
+
+def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
+    if not model_dirs:
+        return LexicalIndex.build(tools)
+    from toolsearch.embedding.profile import load_profile
+    from toolsearch.search.hybrid import QueryVectors, build_index
+
+    profile = load_profile(model_dirs, threads=2)
+    first, *companions = profile.models
+    return build_index(
+        tools, first, companions=[QueryVectors(model) for model in companions], ranker=profile.ranker
+    )
+
+
+def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[int, float, dict[str, float]]]:
+    """(position, score, contributions) of the best hits; BM25F alone has one part, its score."""
+    from toolsearch.search.hybrid import HybridIndex
+
+    if isinstance(index, HybridIndex):
+        return [(hit.position, hit.score, parts) for hit, parts in index.explain(query, limit)]
+    return [(hit.position, hit.score, {"bm25f": hit.score}) for hit in index.search(query, limit)]
 
 
 def _first_line(description: str) -> str:
@@ -33,12 +59,18 @@ def _first_line(description: str) -> str:
     return line if len(line) <= _DESCRIPTION_WIDTH else line[: _DESCRIPTION_WIDTH - 1] + "…"
 
 
+def _why(parts: dict[str, float]) -> str:
+    largest = sorted((item for item in parts.items() if item[1]), key=lambda item: -abs(item[1]))
+    return ", ".join(f"{name} {value:+.2f}" for name, value in largest[:_EXPLAINED_PARTS])
+
+
 def add_search_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register `search`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
     parser = subparsers.add_parser(
         "search",
-        help="search a catalog file offline (lexical ranking)",
-        description="Rank the tools of a catalog file for a query with toolsearch's lexical (BM25F) search.",
+        help="search a catalog file offline",
+        description="Rank the tools of a catalog file for a query: BM25F, or hybrid with --model-dir (which "
+        "embeds the whole catalog first: minutes for thousands of tools).",
     )
     parser.add_argument(
         "--catalog",
@@ -47,7 +79,17 @@ def add_search_command(subparsers: argparse._SubParsersAction) -> argparse.Argum
         help='catalog file, JSON or gzip of JSON: {"servers": [{"server", "tools"}]} '
         "(default: the recorded catalog shipped with toolsearch)",
     )
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="a profile directory, or model directories (as `serve --model-dir`): hybrid search",
+    )
     parser.add_argument("--limit", type=int, default=10, help="how many tools to show (default: 10)")
+    parser.add_argument(
+        "--explain", action="store_true", help="show what each signal added to each hit's score"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("query", help="what to search for, in any language")
     parser.set_defaults(handler=_run_search_command)
@@ -59,21 +101,27 @@ def _run_search_command(args: argparse.Namespace) -> int:
         print("toolsearch search: error: --limit must be at least 1", file=sys.stderr)
         return 2
     try:
-        results = _search(args.catalog or recorded_catalog_path(), args.query, args.limit)
-    except CatalogFileError as error:
+        tools = _tools(args.catalog or recorded_catalog_path())
+        results = _explained(_index(tools, args.model_dir), args.query, args.limit)
+    except (CatalogFileError, ModelError) as error:
         print(f"toolsearch search: error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        rows = [
-            {"name": name, "score": round(score, 4), "description": line} for name, score, line in results
-        ]
+        rows = []
+        for position, score, parts in results:
+            row = {"name": tools[position].name, "score": round(score, 4)}
+            row["description"] = _first_line(tools[position].description)
+            if args.explain:
+                row["contributions"] = {name: round(value, 4) for name, value in parts.items()}
+            rows.append(row)
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return 0
     if not results:
         print("no tool matches")
         return 0
-    width = max(len(name) for name, _, _ in results)
-    print(f"{'#':>3}  {'tool':<{width}}  {'score':>7}  description")
-    for rank, (name, score, line) in enumerate(results, start=1):
-        print(f"{rank:>3}  {name:<{width}}  {score:>7.2f}  {line}")
+    width = max(len(tools[position].name) for position, _, _ in results)
+    print(f"{'#':>3}  {'tool':<{width}}  {'score':>7}  {'why' if args.explain else 'description'}")
+    for rank, (position, score, parts) in enumerate(results, start=1):
+        tail = _why(parts) if args.explain else _first_line(tools[position].description)
+        print(f"{rank:>3}  {tools[position].name:<{width}}  {score:>7.2f}  {tail}")
     return 0

@@ -150,10 +150,11 @@ class Settings(BaseSettings):
     )
     model_dir: PatternList = Field(
         default_factory=list,
-        description="Embedding model directories (from `toolsearch model import` or `model fetch`) for "
-        "hybrid search, comma-separated or the flag repeated: the first ranks, expands queries and "
-        "decides abstention; each further one (a companion, e.g. use-multilingual) adds its similarity "
-        "to the fusion. Empty: lexical (BM25) search only.",
+        description="A profile directory from `toolsearch model install` (its models and trained ranker), or "
+        "embedding model directories (from `toolsearch model import` or `model fetch`) for hybrid search, "
+        "comma-separated or the flag repeated: the first ranks, expands queries and decides abstention; "
+        "each further one (a companion, e.g. use-multilingual) adds its similarity to the fusion. Empty: "
+        "lexical (BM25) search only.",
     )
     search_threads: int = Field(
         1,

@@ -83,6 +83,12 @@ def test_hybrid_ranks_first_the_tool_both_rankers_agree_on(tools: list[Tool], em
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
 
 
+def test_the_fusions_explanation_adds_up_to_the_score(tools: list[Tool], embedder: Embedder) -> None:
+    for hit, parts in _hybrid(tools, embedder).explain("delete an issue", 3):
+        assert parts["lexical"] + parts["dense"] + parts["companions"] == pytest.approx(hit.score)
+        assert parts["named"] == 0.0
+
+
 def test_a_tool_the_query_names_wins_outright(tools: list[Tool], embedder: Embedder) -> None:
     index = _hybrid(tools, embedder)
     query = "find files in a folder with tracker_create_issue"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.embedding.tiny_models import write_model
+from tests.search.test_hybrid import _tokenizer
 from toolsearch.offline import add_search_command, search_catalog_file
 
 CATALOG = {
@@ -80,3 +82,26 @@ def test_a_bad_catalog_file_is_an_error_message_not_a_traceback(
 def test_a_limit_below_one_is_refused(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--catalog", str(catalog), "--limit", "0", "note") == 2
     assert "--limit" in capsys.readouterr().err
+
+
+def test_explain_shows_what_each_signal_added(catalog: Path, capsys: pytest.CaptureFixture) -> None:
+    assert _run("--catalog", str(catalog), "--explain", "delete a note") == 0
+    assert "bm25f +" in capsys.readouterr().out.splitlines()[1]
+
+
+def test_explain_in_json_lists_the_contributions(catalog: Path, capsys: pytest.CaptureFixture) -> None:
+    assert _run("--catalog", str(catalog), "--explain", "--json", "forecast") == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["name"] == "weather_forecast"
+    assert row["contributions"]["bm25f"] == row["score"]
+
+
+def test_search_with_a_model_ranks_hybrid_and_explains_it(
+    catalog: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    write_model(tmp_path / "model", tokenizer=_tokenizer(["delete", "note", "weather", "forecast", "city"]))
+    assert (
+        _run("--catalog", str(catalog), "--model-dir", str(tmp_path / "model"), "--explain", "delete note")
+        == 0
+    )
+    assert "lexical +" in capsys.readouterr().out

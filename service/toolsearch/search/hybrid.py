@@ -45,6 +45,7 @@ Spanish from 0.579 to 0.632 recall@5.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import threading
@@ -57,8 +58,10 @@ import numpy as np
 
 from toolsearch.embedding import Embedder
 from toolsearch.search import SearchHit, SearchIndex, text
+from toolsearch.search.documents import split_qualified_name
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import Embedding, ProgressiveIndex
+from toolsearch.search.ranking import FEATURES, Ranker, ServerGroups, Signals, adapt, one_word_names
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache, VectorCache
 from toolsearch.tool import Tool
@@ -175,6 +178,13 @@ class QueryVectors:
 
 
 @dataclass(frozen=True, slots=True)
+class Evidence:
+    signals: Signals
+    weak: bool
+    """The best tool is a poor match: search abstains."""
+
+
+@dataclass(frozen=True, slots=True)
 class Companion:
     """A further embedding model in the fusion: its vectors of the catalog and its query cache."""
 
@@ -186,8 +196,8 @@ class Companion:
         languages = self.query_vectors.embedder.manifest.languages
         return not languages or language in languages
 
-    def similarities(self, query: str) -> np.ndarray:
-        vector = self.query_vectors(query)
+    def similarities(self, vector: np.ndarray) -> np.ndarray:
+        """Every tool's similarity (both passages blended) to a query vector of this model."""
         return self.semantic.blended_similarities(vector, self.semantic.similarities(vector))
 
 
@@ -204,14 +214,23 @@ class HybridIndex:
         abstention: AbstentionThreshold | None = None,
         translation_cosine: float | None = None,
         companions: Sequence[Companion] = (),
+        ranker: Ranker | None = None,
     ) -> None:
         """`dense` ranks by the first model's similarity alone (for measurement). `abstention` and
-        `translation_cosine` default to the model's `CALIBRATIONS`."""
+        `translation_cosine` default to the model's `CALIBRATIONS`. `ranker` re-ranks the fusion
+        (`search.ranking`) when it was trained for these models; else the fusion ranks."""
         self.lexical = lexical
         self.semantic = semantic
         self.companions = tuple(companions)
         self._query_vectors = query_vectors
         self.mode = mode
+        fingerprints = [query_vectors.embedder.fingerprint] + [
+            companion.query_vectors.embedder.fingerprint for companion in self.companions
+        ]
+        self.ranker = ranker if ranker is not None and ranker.fits(fingerprints) else None
+        parts = [split_qualified_name(name) for name in lexical.tool_names]
+        self.groups = ServerGroups([server for server, _ in parts])
+        self.one_word_names = one_word_names([bare for _, bare in parts])
         calibration = CALIBRATIONS.get(query_vectors.embedder.name)
         if calibration is not None:
             abstention = abstention or calibration.abstention
@@ -224,35 +243,101 @@ class HybridIndex:
         """The best `limit` tools for `query`, best first; all marked weak when none fits well."""
         if limit <= 0 or not len(self.semantic):
             return []
+        if self.mode == "dense":
+            query_vector = self._query_vectors(intent(query[:_MAX_QUERY_CHARS]))
+            cosines = self.semantic.similarities(query_vector)
+            dense = self.semantic.blended_similarities(query_vector, cosines)
+            return _best(dense, limit, weak=self._weak(dense, cosines, np.zeros_like(cosines), ()))
+        evidence = self.evidence(query)
+        return _best(self.scores(evidence.signals), limit, weak=evidence.weak)
+
+    def explain(self, query: str, limit: int) -> list[tuple[SearchHit, dict[str, float]]]:
+        """The best `limit` tools for `query`, each with what every signal added to its score: the
+        learned ranking's features times their weights, or the fusion's three parts."""
+        evidence = self.evidence(query)
+        signals = evidence.signals
+        hits = _best(self.scores(signals), limit, weak=evidence.weak)
+        positions = np.array([hit.position for hit in hits], dtype=np.int64)
+        if self.ranker is not None:
+            rows = self.ranker.contributions(signals, positions, self.groups, self.one_word_names)
+            parts = [dict(zip(FEATURES, map(float, row), strict=True)) for row in rows]
+        else:
+            lexical = LEXICAL_WEIGHT * _relative(signals.lexical)
+            dense = DENSE_WEIGHT * _standardised(signals.dense)
+            companions = signals.fusion - lexical - dense
+            parts = [
+                {"lexical": float(lexical[p]), "dense": float(dense[p]), "companions": float(companions[p])}
+                for p in positions
+            ]
+        named = set(signals.named.tolist())
+        for hit, part in zip(hits, parts, strict=True):
+            part["named"] = float(hit.position in named)
+        return list(zip(hits, parts, strict=True))
+
+    def scores(self, signals: Signals) -> np.ndarray:
+        """Every tool's final score: the learned ranking's where the index has one, else the fusion's;
+        named tools above all others either way."""
+        if self.ranker is not None:
+            return self.ranker.scores(signals, self.groups, self.one_word_names)
+        return fused_scores(signals)
+
+    def evidence(self, query: str) -> Evidence:
+        """What the index knows of `query`: every signal over the catalog, and whether to abstain."""
         query = query[:_MAX_QUERY_CHARS]
         request = intent(query)
         query_vector = self._query_vectors(request)
         cosines = self.semantic.similarities(query_vector)
         dense = self.semantic.blended_similarities(query_vector, cosines)
-        if self.mode == "dense":
-            return _best(dense, limit, weak=self._weak(dense, cosines, np.zeros_like(cosines), ()))
         language = text.language_of(request)
-        lexical = self.lexical.bm25_scores(request)
+        own, server_share = self.lexical.bm25_parts(request)
+        lexical = own + server_share
         expansion = self.semantic.nearest_words(query_vector, EXPANSION_WORDS)
         if expansion:
             lexical = lexical + EXPANSION_WEIGHT * self.lexical.bm25_scores(" ".join(expansion))
         semantic = DENSE_WEIGHT * _standardised(dense)
-        for companion in self.companions:
-            if companion.knows(language):
-                semantic += COMPANION_WEIGHT * _standardised(companion.similarities(request))
-        scores = semantic + LEXICAL_WEIGHT * _relative(lexical)
+        companion, companion_vector = np.zeros_like(dense), None
+        for number, each in enumerate(self.companions):
+            # A model sits out a language it does not know: its query is not even embedded.
+            if each.knows(language):
+                vector = each.query_vectors(request)
+                similarity = each.similarities(vector)
+                semantic += COMPANION_WEIGHT * _standardised(similarity)
+                if number == 0:
+                    companion, companion_vector = similarity, vector
+        fusion = semantic + LEXICAL_WEIGHT * _relative(lexical)
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
-        weak = self._weak(scores, cosines, lexical, named)
+        weak = self._weak(fusion, cosines, lexical, named)
         # The catalog is English: a word of an English query that no tool has is a name or data
         # (`Lisbon`), not a word to translate.
         translations = self.translations(request) if language != "en" else []
         if translations:
-            translated = lexical + TRANSLATION_WEIGHT * self.lexical.bm25_scores(" ".join(translations))
-            scores = semantic + LEXICAL_WEIGHT * _relative(translated)
-        if len(named):
-            scores[named] += scores.max() - scores.min() + 1.0
-        return _best(scores, limit, weak=weak)
+            lexical = lexical + TRANSLATION_WEIGHT * self.lexical.bm25_scores(" ".join(translations))
+            fusion = semantic + LEXICAL_WEIGHT * _relative(lexical)
+        signals = Signals(
+            fusion=fusion,
+            lexical=lexical,
+            server_lexical=server_share,
+            dense=dense,
+            companion=companion,
+            named=named,
+            english=language == "en",
+            vector=query_vector,
+            companion_vector=companion_vector,
+        )
+        if self.ranker is not None:
+            signals = self.adapted(signals, self.ranker.adapters)
+        return Evidence(signals, weak)
+
+    def adapted(self, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
+        """`signals` with the similarities of the request's vectors moved by `adapters` (the first
+        model's, then the companion's)."""
+        moved = adapt(signals.vector, adapters[0])
+        adapted_dense = self.semantic.blended_similarities(moved, self.semantic.similarities(moved))
+        adapted_companion = np.zeros_like(adapted_dense)
+        if signals.companion_vector is not None and len(adapters) > 1:
+            adapted_companion = self.companions[0].similarities(adapt(signals.companion_vector, adapters[1]))
+        return dataclasses.replace(signals, adapted_dense=adapted_dense, adapted_companion=adapted_companion)
 
     def translations(self, query: str) -> list[str]:
         """The catalog's words for the words of `query` that no tool has (`LexicalIndex.unknown_words`,
@@ -272,6 +357,14 @@ class HybridIndex:
             return False
         best = int(np.argmax(scores))
         return bool(cosines[best] < self._abstention.cosine and lexical.max() < self._abstention.lexical)
+
+
+def fused_scores(signals: Signals) -> np.ndarray:
+    """The hand-set fusion's ranking: its scores, with the tools the query names above all others."""
+    scores = signals.fusion.copy()
+    if len(signals.named):
+        scores[signals.named] += scores.max() - scores.min() + 1.0
+    return scores
 
 
 def _relative(scores: np.ndarray) -> np.ndarray:
@@ -300,10 +393,11 @@ def build_index(
     cache: VectorCache | None = None,
     query_vectors: QueryVectors | None = None,
     companions: Sequence[QueryVectors] = (),
+    ranker: Ranker | None = None,
 ) -> SearchIndex:
     """The index of `tools`: BM25F alone without an embedder (or in mode bm25), else hybrid or
-    dense, with the `companions`' models (in hybrid mode); tool vectors come from `cache` where it
-    has them."""
+    dense, with the `companions`' models and the `ranker` (in hybrid mode); tool vectors come from
+    `cache` where it has them."""
     lexical = LexicalIndex.build(tools)
     if embedder is None or mode == "bm25":
         return lexical
@@ -313,6 +407,7 @@ def build_index(
         query_vectors or QueryVectors(embedder),
         cache if cache is not None else MemoryVectorCache(),
         companions if mode == "hybrid" else (),
+        ranker if mode == "hybrid" else None,
         mode,
     )
 
@@ -323,6 +418,7 @@ def _with_models(
     query_vectors: QueryVectors,
     cache: VectorCache,
     companions: Sequence[QueryVectors],
+    ranker: Ranker | None = None,
     mode: Literal["dense", "hybrid"] = "hybrid",
 ) -> HybridIndex:
     semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
@@ -330,7 +426,7 @@ def _with_models(
         Companion(SemanticIndex.build(tools, queries.embedder, cache, words=False), queries)
         for queries in companions
     ]
-    return HybridIndex(lexical, semantic, query_vectors, mode=mode, companions=joined)
+    return HybridIndex(lexical, semantic, query_vectors, mode=mode, companions=joined, ranker=ranker)
 
 
 def index_builder(
@@ -340,6 +436,7 @@ def index_builder(
     *,
     wait_seconds: float = EMBEDDING_WAIT_SECONDS,
     embedding: Embedding | None = None,
+    ranker: Ranker | None = None,
 ) -> Callable[[Sequence[Tool]], SearchIndex]:
     """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
     query-vector cache per model, shared by every catalog of the process.
@@ -359,7 +456,9 @@ def index_builder(
         index = ProgressiveIndex(lexical)
         background.submit(
             index,
-            functools.partial(_with_models, lexical, tools, shared_queries, shared_cache, companion_queries),
+            functools.partial(
+                _with_models, lexical, tools, shared_queries, shared_cache, companion_queries, ranker
+            ),
         )
         index.upgraded.wait(wait_seconds)
         return index

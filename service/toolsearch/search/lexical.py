@@ -122,7 +122,10 @@ class LexicalIndex:
         server_weights: scipy.sparse.csc_array,
         server_of_tool: np.ndarray,
         names: dict[str, np.ndarray],
+        tool_names: Sequence[str],
     ) -> None:
+        self.tool_names = tuple(tool_names)
+        """The qualified name of each tool, by position."""
         self._documents = tuple(documents)
         """Held so that the documents stay cached for as long as the catalog is in use."""
         self._size = len(self._documents)
@@ -192,6 +195,7 @@ class LexicalIndex:
             _saturate(server_frequency),
             server_of_tool,
             _name_positions(tools),
+            [tool.name for tool in tools],
         )
 
     def __len__(self) -> int:
@@ -263,13 +267,17 @@ class LexicalIndex:
     def bm25_scores(self, query: str) -> np.ndarray:
         """BM25F score of every tool for `query`, with its server's share, without name matches: 0
         where no query term is in the tool's text or its server's."""
+        own, server_share = self.bm25_parts(query)
+        return own + server_share
+
+    def bm25_parts(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """`bm25_scores` in its two parts: every tool's own BM25F, and its share of its server's."""
         if not self._size:
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0)
         query_columns = self._query_columns(query)
-        scores = _add_columns(self._tool_weights, query_columns)
+        own = _add_columns(self._tool_weights, query_columns)
         server_scores = np.append(_add_columns(self._server_weights, query_columns), 0.0)
-        scores += SERVER_WEIGHT * server_scores[self._server_of_tool]
-        return scores
+        return own, SERVER_WEIGHT * server_scores[self._server_of_tool]
 
     def name_matches(self, query: str) -> np.ndarray:
         """Positions of the tools that `query` names: the whole query, or an identifier in it, is a

@@ -184,6 +184,10 @@ class SemanticIndex:
             self.description_vectors @ query_vector
         )
 
+    def blended_vectors(self) -> np.ndarray:
+        """One row per tool whose product with a query vector is `blended_similarities`."""
+        return (1.0 - DESCRIPTION_SHARE) * self.vectors + DESCRIPTION_SHARE * self.description_vectors
+
     def closest_words(self, vectors: np.ndarray, min_cosine: float) -> list[str]:
         """For each row of `vectors`, the catalog word most similar to it, if at `min_cosine` or above."""
         if not self.words or not len(vectors):

@@ -1,0 +1,88 @@
+"""A search profile: the model directories hybrid search runs, and the ranker trained for them.
+
+`--model-dir` takes either model directories (the first ranks, the others are companions; the
+hand-set fusion ranks) or one profile directory, as `toolsearch model install` writes it:
+
+    DIR/toolsearch-profile.json   {"format": 1, "models": ["e5", "use"], "ranker": "ranker"}
+    DIR/e5/, DIR/use/             model directories
+    DIR/ranker/                   the trained ranker (`search.ranking`)
+
+A profile is loaded whole or not at all: a ranker whose files do not match their digests, or that
+was trained for other models, is refused with the reason, never silently left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolsearch.embedding.embedder import Embedder, load_model
+from toolsearch.embedding.manifest import ModelError
+from toolsearch.search.ranking import Ranker
+
+PROFILE_FILE = "toolsearch-profile.json"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilePaths:
+    models: tuple[Path, ...]
+    ranker: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    models: tuple[Embedder, ...]
+    """The first ranks; the others are companions."""
+    ranker: Ranker | None
+
+    @property
+    def fingerprints(self) -> tuple[str, ...]:
+        return tuple(model.fingerprint for model in self.models)
+
+
+def is_profile(directory: Path) -> bool:
+    return (directory / PROFILE_FILE).is_file()
+
+
+def profile_paths(directories: Sequence[Path | str]) -> ProfilePaths:
+    """What `--model-dir` names: one profile directory's models and ranker, or model directories."""
+    paths = [Path(directory) for directory in directories]
+    if len(paths) != 1 or not is_profile(paths[0]):
+        if any(is_profile(path) for path in paths):
+            raise ModelError("a profile directory is the whole --model-dir: name it alone")
+        return ProfilePaths(tuple(paths), None)
+    root = paths[0]
+    try:
+        document = json.loads((root / PROFILE_FILE).read_text(encoding="utf-8"))
+        if document.get("format") != FORMAT_VERSION:
+            raise ValueError(f"format {document.get('format')!r}, expected {FORMAT_VERSION}")
+        models = tuple(root / str(name) for name in document["models"])
+        ranker = root / str(document["ranker"]) if document.get("ranker") else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ModelError(f"{root / PROFILE_FILE}: not a profile ({error})") from None
+    if not models:
+        raise ModelError(f"{root / PROFILE_FILE}: lists no model")
+    return ProfilePaths(models, ranker)
+
+
+def load_profile(directories: Sequence[Path | str], threads: int = 1) -> Profile:
+    """The models (and ranker) that `--model-dir` names, each checked against its digests."""
+    paths = profile_paths(directories)
+    models = tuple(load_model(path, threads=threads) for path in paths.models)
+    ranker = Ranker.load(paths.ranker) if paths.ranker is not None else None
+    profile = Profile(models, ranker)
+    if ranker is not None and not ranker.fits(profile.fingerprints):
+        raise ModelError(
+            f"{paths.ranker} was trained for other models than the profile's; train it again "
+            "with `toolsearch train --model-dir` on this profile"
+        )
+    return profile
+
+
+def write_profile(root: Path, models: Sequence[str], ranker: str | None) -> None:
+    """Write `root`'s profile file naming its model directories (in order) and ranker directory."""
+    document = {"format": FORMAT_VERSION, "models": list(models), "ranker": ranker}
+    (root / PROFILE_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

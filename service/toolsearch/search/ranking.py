@@ -1,0 +1,271 @@
+"""Learned ranking: query adapters and a linear re-ranker over the hybrid index's signals.
+
+The hand-set fusion of `search.hybrid` stays the ranking's backbone; what is learned from training
+requests (`toolsearch train`, `toolsearch.training`) corrects it, and an index without a trained
+`Ranker` for its models ranks by the fusion alone.
+
+- **Query adapters.** Per model, a linear map of the query's embedding, `q + q @ W` renormalised,
+  fitted by ridge regression toward the vectors of the tools that serve each training request.
+  Only the query side moves: tool vectors, and every cached tool embedding, stay valid. The
+  adapted query's similarity to each tool is a signal of its own, next to the plain one.
+- **Re-ranking.** The candidates of a query are the union of the best tools by the fusion, by
+  each model and by BM25, and the tools it names. Each gets a row of `FEATURES`, all relative to
+  the query (z-scores over the catalog, lexical scores over the best one), so that one weight
+  fits every query; its score is that row times `Ranker.weights`. The weights start as the fusion
+  alone (1 on `fusion`, 0 elsewhere) and are fitted with a listwise softmax loss pulled back
+  toward that start (L2), so that little data moves them little. Named tools still rank first.
+
+A ranker is data next to the models it was trained with: `ranker.json` (weights, the models'
+fingerprints, the digests of its adapter files and of the data it was trained on) and one
+`adapter-N.npy` per model. `Ranker.load` refuses files that do not match their digests, and
+`Ranker.fits` tells whether it was trained for the models at hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolsearch.embedding.manifest import ModelError, sha256_file
+
+RANKER_FILE = "ranker.json"
+FORMAT_VERSION = 1
+FEATURES = (
+    "fusion",
+    "lexical",
+    "dense",
+    "companion",
+    "server_dense",
+    "server_lexical",
+    "server_bm25",
+    "one_word_name_lexical",
+    "english_lexical",
+    "english_dense",
+    "adapted_dense",
+    "adapted_companion",
+    "server_adapted_dense",
+    "server_adapted_companion",
+)
+"""What the re-ranker reads of each candidate. `server_*` are the best value among the tools of the
+candidate's server (which product the request is about); `one_word_name_lexical` is the lexical
+score of a tool whose name is one word (such names match long requests by accident); `english_*`
+let the weights differ for English requests, whose words the catalog shares."""
+CANDIDATES_BY_FUSION = 50
+CANDIDATES_BY_MODEL = 30
+CANDIDATES_BY_LEXICAL = 30
+CANDIDATES_BY_COMPANION = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """One query's evidence over a catalog's tools, one entry per tool."""
+
+    fusion: np.ndarray
+    """The hand-set fusion's score (before named tools are put first)."""
+    lexical: np.ndarray
+    """BM25F with the query's expansion and translations, as the fusion weighs them."""
+    server_lexical: np.ndarray
+    """The part of BM25F that comes from the tool's server's words."""
+    dense: np.ndarray
+    """The first model's similarity (both passages blended)."""
+    companion: np.ndarray
+    """The companion model's similarity; zeros when there is none or it does not know the language."""
+    named: np.ndarray
+    """Positions of the tools the query names."""
+    english: bool
+    vector: np.ndarray
+    """The request's embedding by the first model, before its adapter."""
+    companion_vector: np.ndarray | None
+    """The same by the companion; None without one, or when it does not know the language."""
+    adapted_dense: np.ndarray | None = None
+    adapted_companion: np.ndarray | None = None
+
+
+class ServerGroups:
+    """Tools grouped by server, for per-server maxima in one vectorised pass. A tool without a
+    server is a group of its own."""
+
+    def __init__(self, servers: Sequence[str]) -> None:
+        keys = [server or f"\0{position}" for position, server in enumerate(servers)]
+        _, group = np.unique(np.array(keys, dtype=object), return_inverse=True)
+        self._group = group.ravel()
+        self._order = np.argsort(self._group, kind="stable")
+        sorted_groups = self._group[self._order]
+        self._starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+
+    def best(self, values: np.ndarray) -> np.ndarray:
+        """Per tool, the largest of `values` among the tools of its server."""
+        if not len(values):
+            return values
+        return np.maximum.reduceat(values[self._order], self._starts)[self._group]
+
+
+def _standardised(scores: np.ndarray) -> np.ndarray:
+    return (scores - scores.mean()) / max(float(scores.std()), 1e-9)
+
+
+def _relative(scores: np.ndarray) -> np.ndarray:
+    return scores / max(float(scores.max()), 1e-9)
+
+
+def _top(scores: np.ndarray, count: int) -> np.ndarray:
+    if count >= len(scores):
+        return np.arange(len(scores))
+    return np.argpartition(-scores, count - 1)[:count]
+
+
+def candidates(signals: Signals) -> np.ndarray:
+    """The tools worth re-ranking: the best by each signal, and the named ones (sorted positions)."""
+    return np.unique(
+        np.concatenate(
+            [
+                _top(signals.fusion, CANDIDATES_BY_FUSION),
+                _top(signals.dense, CANDIDATES_BY_MODEL),
+                _top(signals.lexical, CANDIDATES_BY_LEXICAL),
+                _top(signals.companion, CANDIDATES_BY_COMPANION),
+                signals.named,
+            ]
+        ).astype(np.int64)
+    )
+
+
+def feature_rows(
+    signals: Signals, chosen: np.ndarray, groups: ServerGroups, one_word_names: np.ndarray
+) -> np.ndarray:
+    """One row of `FEATURES` per chosen tool."""
+    fusion = _standardised(signals.fusion)
+    lexical = _relative(signals.lexical)
+    dense = _standardised(signals.dense)
+    companion = _standardised(signals.companion)  # zeros stay zeros: a model sitting out adds nothing
+    adapted = _standardised(signals.adapted_dense) if signals.adapted_dense is not None else dense
+    adapted_companion = (
+        _standardised(signals.adapted_companion) if signals.adapted_companion is not None else companion
+    )
+    english = float(signals.english)
+    columns = (
+        fusion[chosen],
+        lexical[chosen],
+        dense[chosen],
+        companion[chosen],
+        groups.best(dense)[chosen],
+        groups.best(lexical)[chosen],
+        _relative(signals.server_lexical)[chosen],
+        one_word_names[chosen] * lexical[chosen],
+        english * lexical[chosen],
+        english * dense[chosen],
+        adapted[chosen],
+        adapted_companion[chosen],
+        groups.best(adapted)[chosen],
+        groups.best(adapted_companion)[chosen],
+    )
+    return np.stack(columns, axis=1)
+
+
+def adapt(vector: np.ndarray, adapter: np.ndarray) -> np.ndarray:
+    """The query vector moved by its model's adapter (`q + q @ W`), renormalised."""
+    moved = vector + vector @ adapter
+    return moved / max(float(np.linalg.norm(moved)), 1e-9)
+
+
+def initial_weights() -> np.ndarray:
+    """The fusion alone: where training starts and what L2 pulls back toward."""
+    weights = np.zeros(len(FEATURES))
+    weights[FEATURES.index("fusion")] = 1.0
+    return weights
+
+
+@dataclass(frozen=True, slots=True)
+class Ranker:
+    """Trained weights and query adapters for one list of models (first model, then companions)."""
+
+    weights: np.ndarray
+    adapters: tuple[np.ndarray, ...]
+    """One (dimensions x dimensions) map per model, in the models' order."""
+    models: tuple[str, ...]
+    """Fingerprints of the models it was trained with (`Embedder.fingerprint`)."""
+    training: dict[str, Any]
+    """How it was trained: data digests, settings, figures (recorded, not used to rank)."""
+
+    def fits(self, fingerprints: Sequence[str]) -> bool:
+        """Whether it was trained for exactly these models, in this order."""
+        return tuple(fingerprints) == self.models
+
+    def scores(self, signals: Signals, groups: ServerGroups, one_word_names: np.ndarray) -> np.ndarray:
+        """Every tool's learned score: candidates by their features, the rest below them all, and
+        named tools above everything."""
+        chosen = candidates(signals)
+        scores = np.full(len(signals.fusion), -np.inf)
+        scores[chosen] = feature_rows(signals, chosen, groups, one_word_names) @ self.weights
+        if len(signals.named):
+            scores[signals.named] += scores[chosen].max() - scores[chosen].min() + 1.0
+        return scores
+
+    def contributions(
+        self, signals: Signals, positions: np.ndarray, groups: ServerGroups, one_word_names: np.ndarray
+    ) -> np.ndarray:
+        """What each feature adds to the score of each tool at `positions` (rows), for explaining."""
+        return feature_rows(signals, positions, groups, one_word_names) * self.weights
+
+    def save(self, directory: Path) -> None:
+        """Write `ranker.json` and the adapter files into `directory` (created if missing)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        files = []
+        for number, adapter in enumerate(self.adapters):
+            name = f"adapter-{number}.npy"
+            np.save(directory / name, adapter.astype(np.float32), allow_pickle=False)
+            files.append({"file": name, "sha256": sha256_file(directory / name)})
+        document = {
+            "format": FORMAT_VERSION,
+            "features": list(FEATURES),
+            "weights": [round(float(w), 8) for w in self.weights],
+            "models": list(self.models),
+            "adapters": files,
+            "training": self.training,
+        }
+        document["sha256"] = _document_digest(document)
+        (directory / RANKER_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> Ranker:
+        """Read a ranker directory, checking the digests of its document and of every adapter file."""
+        path = directory / RANKER_FILE
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ModelError(f"{path}: cannot read a ranker ({error})") from None
+        if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
+            raise ModelError(f"{path}: not a ranker of format {FORMAT_VERSION}")
+        if document.get("sha256") != _document_digest(document):
+            raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+        if document.get("features") != list(FEATURES):
+            raise ModelError(f"{path}: trained on other features than this version reads; train it again")
+        adapters = []
+        for entry in document["adapters"]:
+            file = directory / entry["file"]
+            if not file.is_file() or sha256_file(file) != entry["sha256"]:
+                raise ModelError(f"{file}: missing, or its sha256 is not the one {path} records")
+            adapters.append(np.load(file, allow_pickle=False))
+        return cls(
+            np.asarray(document["weights"], dtype=np.float64),
+            tuple(adapters),
+            tuple(document["models"]),
+            document.get("training", {}),
+        )
+
+
+def _document_digest(document: dict[str, Any]) -> str:
+    body = {key: value for key, value in document.items() if key != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def one_word_names(bare_names: Sequence[str]) -> np.ndarray:
+    """1.0 for each tool whose name (without its server) is one word, else 0.0."""
+    return np.array(
+        [float(len([part for part in name.replace("-", "_").split("_") if part]) <= 1) for name in bare_names]
+    )

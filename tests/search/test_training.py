@@ -1,0 +1,207 @@
+"""The learned ranking, end to end on a tiny generated model and a generated training set (no network):
+training is repeatable, its artifact is checked before it is trusted, and a profile is loaded whole."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.embedding.tiny_models import write_model
+from tests.search.test_hybrid import _tokenizer
+from toolsearch.embedding import Embedder, ModelError, load_model
+from toolsearch.embedding.profile import load_profile, write_profile
+from toolsearch.evaluation import Query
+from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
+from toolsearch.search.ranking import FEATURES, Ranker, ServerGroups, initial_weights
+from toolsearch.tool import Tool, ToolInterner
+from toolsearch.training import fit_adapter, fit_weights, server_fold, train_ranker
+
+SERVERS = {
+    "files": ["find files in a folder", "delete files in a folder", "create a folder"],
+    "tracker": ["create an issue in the tracker", "delete an issue", "find an issue"],
+    "weather": ["weather forecast for a city", "find a city"],
+    "calendar": ["create a calendar event", "delete a calendar event", "find events in a calendar"],
+}
+WORDS = sorted({word for texts in SERVERS.values() for text in texts for word in text.split()})
+
+
+def _tools() -> list[Tool]:
+    interner = ToolInterner()
+    return [
+        interner.intern(
+            {"name": f"{server}_{'_'.join(text.split()[:2])}", "description": text, "inputSchema": {}}
+        )
+        for server, texts in SERVERS.items()
+        for text in texts
+    ]
+
+
+def _queries(tools: list[Tool]) -> list[Query]:
+    """One request per tool, in the tool's own words and in others'."""
+    return [
+        Query(f"T{number}", text, "en", frozenset({tool.name}), "unnamed")
+        for number, (tool, text) in enumerate(
+            (tool, phrasing)
+            for tool in tools
+            for phrasing in (tool.description, f"please {tool.description} now")
+        )
+    ]
+
+
+@pytest.fixture(scope="module")
+def model_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("models")
+    write_model(root / "first", tokenizer=_tokenizer(WORDS), name="tiny-first")
+    write_model(root / "second", tokenizer=_tokenizer(WORDS), name="tiny-second")
+    return root
+
+
+@pytest.fixture(scope="module")
+def models(model_root: Path) -> list[Embedder]:
+    return [load_model(model_root / "first"), load_model(model_root / "second")]
+
+
+@pytest.fixture(scope="module")
+def index(models: list[Embedder]) -> HybridIndex:
+    built = build_index(_tools(), models[0], companions=[QueryVectors(models[1])])
+    assert isinstance(built, HybridIndex)
+    return built
+
+
+def _train(index: HybridIndex, models: list[Embedder]) -> Ranker:
+    fingerprints = [model.fingerprint for model in models]
+    return train_ranker(index, _queries(_tools()), fingerprints=fingerprints, training={"data": "generated"})
+
+
+def test_training_is_repeatable_to_the_bit(index: HybridIndex, models: list[Embedder]) -> None:
+    first, second = _train(index, models), _train(index, models)
+    assert np.array_equal(first.weights, second.weights)
+    assert all(np.array_equal(a, b) for a, b in zip(first.adapters, second.adapters, strict=True))
+
+
+def test_a_trained_ranker_records_its_models_and_data(index: HybridIndex, models: list[Embedder]) -> None:
+    ranker = _train(index, models)
+    assert ranker.models == tuple(model.fingerprint for model in models)
+    assert ranker.training["data"] == "generated"
+    assert ranker.training["requests"] == 2 * len(_tools())
+    dimensions = [(model.dimensions, model.dimensions) for model in models]
+    assert [adapter.shape for adapter in ranker.adapters] == dimensions
+
+
+def test_a_saved_ranker_loads_as_it_was(index: HybridIndex, models: list[Embedder], tmp_path: Path) -> None:
+    ranker = _train(index, models)
+    ranker.save(tmp_path)
+    loaded = Ranker.load(tmp_path)
+    assert np.allclose(loaded.weights, ranker.weights)
+    assert loaded.models == ranker.models
+
+
+def test_a_ranker_whose_adapter_file_changed_is_refused(
+    index: HybridIndex, models: list[Embedder], tmp_path: Path
+) -> None:
+    _train(index, models).save(tmp_path)
+    np.save(tmp_path / "adapter-0.npy", np.zeros((16, 16), np.float32))
+    with pytest.raises(ModelError, match=r"adapter-0\.npy: missing, or its sha256"):
+        Ranker.load(tmp_path)
+
+
+def test_a_ranker_whose_weights_were_edited_is_refused(
+    index: HybridIndex, models: list[Embedder], tmp_path: Path
+) -> None:
+    _train(index, models).save(tmp_path)
+    document = json.loads((tmp_path / "ranker.json").read_text())
+    document["weights"][0] = 10.0
+    (tmp_path / "ranker.json").write_text(json.dumps(document))
+    with pytest.raises(ModelError, match="do not match its sha256"):
+        Ranker.load(tmp_path)
+
+
+def test_a_ranker_applies_only_to_the_models_it_was_trained_for(
+    index: HybridIndex, models: list[Embedder]
+) -> None:
+    ranker = _train(index, models)
+    assert ranker.fits([model.fingerprint for model in models])
+    assert not ranker.fits([models[1].fingerprint, models[0].fingerprint])
+    other = HybridIndex(index.lexical, index.semantic, QueryVectors(models[1]), ranker=ranker)
+    assert other.ranker is None  # ranks by the fusion
+
+
+def _profile(root: Path, model_root: Path, ranker: Ranker) -> Path:
+    for name in ("first", "second"):
+        shutil.copytree(model_root / name, root / name)
+    ranker.save(root / "ranker")
+    write_profile(root, ["first", "second"], "ranker")
+    return root
+
+
+def test_a_profile_directory_loads_its_models_and_ranker(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    profile = load_profile([_profile(tmp_path, model_root, _train(index, models))])
+    assert [model.name for model in profile.models] == ["tiny-first", "tiny-second"]
+    assert profile.ranker is not None
+
+
+def test_a_profile_whose_ranker_was_trained_for_other_models_is_refused(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    root = _profile(tmp_path, model_root, _train(index, models))
+    write_profile(root, ["second", "first"], "ranker")
+    with pytest.raises(ModelError, match="trained for other models"):
+        load_profile([root])
+
+
+def test_the_learned_ranking_serves_searches(index: HybridIndex, models: list[Embedder]) -> None:
+    ranker = _train(index, models)
+    learned = HybridIndex(
+        index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
+    )
+    tools = _tools()
+    hits = learned.search("delete a calendar event", 3)
+    assert tools[hits[0].position].name == "calendar_delete_a"
+
+
+def test_fitted_weights_rank_first_what_the_training_requests_want_first() -> None:
+    features = np.zeros((3, len(FEATURES)))
+    features[:, 0] = [1.0, 0.0, 0.5]  # the fusion prefers candidate 0
+    features[:, 1] = [0.0, 1.0, 0.0]  # the lexical feature marks candidate 1, the gold one
+    weights = fit_weights([(features, np.array([False, True, False]))] * 20, l2=0.01)
+    assert int(np.argmax(features @ weights)) == 1
+
+
+def test_without_data_pulling_it_the_ranking_stays_the_fusion() -> None:
+    rows = [(np.zeros((3, len(FEATURES))), np.array([True, False, False]))]
+    assert np.allclose(fit_weights(rows), initial_weights())
+
+
+def test_an_adapter_moves_queries_toward_their_targets() -> None:
+    generator = np.random.default_rng(0)
+    vectors = generator.normal(size=(200, 8))
+    targets = vectors @ np.diag([1.0, -1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    adapter = fit_adapter(vectors, targets, ridge=1e-6)
+    moved = vectors + vectors @ adapter
+    assert np.abs(moved - (vectors + targets) / 2).max() < 1e-3  # half way, by design
+
+
+def test_requests_of_one_server_share_a_fold() -> None:
+    folds = {server_fold([f"github_{tool}"]) for tool in ("create_issue", "list_pulls", "get_file")}
+    assert len(folds) == 1
+
+
+def test_server_groups_give_each_tool_its_servers_best_value() -> None:
+    groups = ServerGroups(["a", "b", "a", "", ""])
+    assert groups.best(np.array([1.0, 5.0, 3.0, 2.0, 4.0])).tolist() == [3.0, 5.0, 3.0, 2.0, 4.0]
+
+
+def test_a_learned_hits_explanation_adds_up_to_its_score(index: HybridIndex, models: list[Embedder]) -> None:
+    ranker = _train(index, models)
+    learned = HybridIndex(
+        index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
+    )
+    for hit, parts in learned.explain("find a city", 3):
+        assert set(parts) == {*FEATURES, "named"}
+        assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)
