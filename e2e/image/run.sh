@@ -28,7 +28,7 @@ WORK=$(mktemp -d /tmp/toolsearch-image.XXXXXX)
 CONTAINERS=()
 UPSTREAM_PID=
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s [%d s]\n' "$*" "$SECONDS"; }
 fail() {
   echo "FAILED: $*" >&2
   exit 1
@@ -204,4 +204,4 @@ done
 podman run --rm --read-only --network none --no-healthcheck --entrypoint du "$IMAGE" -sm /opt/toolsearch /models |
   awk '{printf "  %s: %s MB\n", $2, $1}'
 echo
-echo "image end-to-end: all checks passed"
+echo "image end-to-end: all checks passed in $SECONDS s"
