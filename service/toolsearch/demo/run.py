@@ -49,7 +49,7 @@ def add_demo_command(subparsers: Any) -> argparse.ArgumentParser:
         "--model-dir",
         dest="model_dir",
         default=None,
-        help="embedding model directories, comma-separated (as `serve --model-dir`)",
+        help="a profile directory, or model directories comma-separated (as `serve --model-dir`)",
     )
     parser.set_defaults(handler=run_demo)
     return parser
