@@ -1,6 +1,6 @@
 """Hybrid ranking: BM25F and embeddings fused, named tools first, and abstention when nothing fits.
 
-A query is ranked in six steps:
+A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scores`):
 
 1. The request is separated from its data: quoted text, URLs and e-mail addresses are the
    arguments of the task (a page title, a record's name), not what tool it needs, so both
@@ -9,38 +9,26 @@ A query is ranked in six steps:
 2. Dense: the cosines of the query's embedding to each tool's two passages, blended
    (`SemanticIndex.blended_similarities`).
 3. Lexical: BM25F of the query's words, plus, at `EXPANSION_WEIGHT`, of the `EXPANSION_WORDS`
-   catalog words nearest to the query's embedding. Those are the catalog's own words for what
-   was asked, whatever the language (`pasa la tarea a la sección` brings `sections` and
-   `assign`, `Blockspeicher-Volume` brings `volume`): lexical search then matches requests
-   written in other words or languages.
+   catalog words nearest to the query's embedding: the catalog's own words for what was asked,
+   whatever the language, so that lexical search matches requests written in other words.
 4. Fusion: `LEXICAL_WEIGHT` x BM25 / its best score + `DENSE_WEIGHT` x the dense similarity's
    z-score over the catalog, + `COMPANION_WEIGHT` x the z-score of each further model's (a
-   `Companion`, unless the query is in a language that model does not know). A tool the query
-   names (`LexicalIndex.name_matches`) ranks above all others.
-5. Abstention: when no tool is named and the best tool's passage cosine is below the model's calibrated
-   `AbstentionThreshold.cosine` and its lexical score below `.lexical`, every hit is weak.
+   `Companion`, unless the query is in a language that model does not know). Normalised scores,
+   not reciprocal rank fusion: they keep how far apart the candidates are (one tool far ahead on
+   BM25 stays ahead) and carry the absolute evidence abstention needs.
+5. Abstention: when no tool is named and the best tool's passage cosine is below the model's
+   calibrated `AbstentionThreshold.cosine` and its lexical score below `.lexical`, every hit is weak.
 6. Translation, for a query not in English: each of its words that no tool has
-   (`LexicalIndex.unknown_words`: Lithuanian `dokumentus`, `kolekcijos`) is embedded alone and
-   read as the catalog word nearest to it, when that one is at the model's calibrated
-   `translation_cosine` or closer (`documents`, `collections`). The lexical part of the fusion
-   then counts those words too, at `TRANSLATION_WEIGHT`. Step 3 finds the catalog's words for
-   the query as a whole; this one, for each word the catalog lacks, which no stemmer brings to
-   English. Abstention is decided before: a translation is a guess, not evidence.
+   (`LexicalIndex.unknown_words`) is embedded alone and read as the catalog word nearest to it,
+   when that one is at the model's calibrated `translation_cosine` or closer; the lexical part of
+   the fusion then counts those words too, at `TRANSLATION_WEIGHT`. Abstention is decided before:
+   a translation is a guess, not evidence.
+7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
+   re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
+   (`LexicalIndex.name_matches`) ranks above all others either way.
 
-Why a weighted fusion of normalised scores and not reciprocal rank fusion: measured on the dev
-set (bench/data/queries-dev.jsonl, 248 servable queries over the 5,190 recorded tools), RRF
-(k=10, the best k of 10, 30, 60) reached recall@5 0.544 / MRR@10 0.414, the weighted z-score
-fusion 0.552 / 0.447 with the same two rankers. Scores keep how far apart the candidates are,
-which ranks alone forget: one tool far ahead of the rest on BM25 (its name's words all in the
-query) should stay ahead. The fused scores also carry the absolute evidence abstention needs.
-The weights were tuned on one half of the dev set (split by a hash of the query id) and
-checked on the other. On the whole set (recall@5 / MRR@10): BM25F 0.524 / 0.400; with the
-cosine by RRF 0.544 / 0.414, by weighted fusion 0.552 / 0.447; step 1 brought that to
-0.577 / 0.461, step 3 to 0.633 / 0.492 (tuning half 0.617, held-out half 0.650 recall@5), and
-the second passage of step 2 to 0.641 / 0.506, and Universal Sentence Encoder multilingual as a
-companion to 0.669 / 0.517; step 6 to 0.681 / 0.520 (tuning half 0.649 -> 0.667, held-out half
-0.687 -> 0.694 recall@5), Lithuanian from 0.391 to 0.435, French from 0.786 to 0.857 and
-Spanish from 0.579 to 0.632 recall@5.
+The weights were tuned on the dev set, the ranker trained on the training set; what each step
+gained is in docs/search-quality.md.
 """
 
 from __future__ import annotations
