@@ -214,11 +214,13 @@ async def test_quarantine_withholds_a_changed_tool_until_its_digest_is_approved(
             await _relisted(client, upstream, [changed, INJECTED])
             found = await call_json(client, "search_tools", {"query": SECRET_QUERY})
             is_error, text = await call_text(client, "call_read_tool", {"name": HONEST["name"]})
+            described = await call_json(client, "describe_tool", {"names": [HONEST["name"]]})
             approved.write_text(f"{HONEST['name']} {tool_digest(changed)}\n")
             await asyncio.sleep(1.1)  # the file is looked at once a second
             found_after = await call_json(client, "search_tools", {"query": SECRET_QUERY})
             is_error_after, _ = await call_text(client, "call_read_tool", {"name": HONEST["name"]})
     assert HONEST["name"] not in [tool["name"] for tool in found["results"][0]["tools"]]
     assert is_error and "quarantined" in text and tool_digest(changed) in text
+    assert described["tools"] == [{"name": HONEST["name"], "withheld": text}]
     assert HONEST["name"] in [tool["name"] for tool in found_after["results"][0]["tools"]]
     assert not is_error_after
