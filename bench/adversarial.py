@@ -329,7 +329,7 @@ def run(options: Options) -> Section:
                 None if options.quick else figures.hostile_top5 <= TOP5_GOAL,
             ),
             Floor(
-                f"{label}: recall@5 costs <= 0.5 points",
+                f"{label}: hostile tools cost real tools <= 0.5 points of recall@5",
                 f"{-cost * 100:+.1f} points{sample}",
                 None if options.quick else cost <= RECALL_COST_GOAL + 1e-9,
             ),
