@@ -3,6 +3,7 @@ and health endpoints."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -12,13 +13,14 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from toolsearch.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     JsonRpcError,
+    Message,
     error_response,
     parse_message,
     result_response,
@@ -33,7 +35,7 @@ from toolsearch.proxy import Proxy
 from toolsearch.server import RequestContext
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
-from toolsearch.upstream import CallerHeaders, UpstreamAuthError, UpstreamError
+from toolsearch.upstream import CallerHeaders, ProgressRelay, UpstreamAuthError, UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +88,43 @@ def _media_refusal(request: Request) -> JsonRpcError | None:
     return None
 
 
+def _progress_token(message: Message, request: Request) -> str | int | None:
+    """The caller's `progressToken` of a `tools/call`, when it can take an SSE answer."""
+    meta = message.params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) and message.method == "tools/call" else None
+    if isinstance(token, bool) or not isinstance(token, str | int):
+        return None
+    accept = request.headers.get("accept", "")
+    return token if "text/event-stream" in accept or "*/*" in accept else None
+
+
+def _event(message: bytes) -> bytes:
+    return b"event: message\ndata: " + message + b"\n\n"
+
+
+async def _streamed_with_progress(answering: asyncio.Future[Response], relay: ProgressRelay) -> Response:
+    """The answer as JSON if it comes before any progress (keeping its HTTP status); else an SSE
+    stream of the upstream's progress notifications, then the answer."""
+    waiting = asyncio.ensure_future(relay.queue.get())
+    await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    if not waiting.done():
+        waiting.cancel()
+        return answering.result()
+
+    async def events() -> AsyncIterator[bytes]:
+        nonlocal waiting
+        while waiting.done():
+            yield _event(orjson.dumps(waiting.result()))
+            waiting = asyncio.ensure_future(relay.queue.get())
+            await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        while not relay.queue.empty():
+            yield _event(orjson.dumps(relay.queue.get_nowait()))
+        yield _event(bytes((await answering).body))
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
 def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAPI:
     """The HTTP application; the proxy's parts are created when it starts and closed when it stops."""
     proxy = Proxy.from_settings(settings, telemetry)
@@ -129,6 +168,15 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
             return _rpc_error(error, error.request_id)
         if message.is_response or message.is_notification:
             return Response(status_code=202)
+        token = _progress_token(message, request)
+        if token is None:
+            return await answer(message, request)
+        relay = ProgressRelay(token)
+        with relay.active():
+            answering = asyncio.ensure_future(answer(message, request))
+        return await _streamed_with_progress(answering, relay)
+
+    async def answer(message: Message, request: Request) -> Response:
         started = time.perf_counter()
         context = RequestContext(
             caller=CallerHeaders.from_headers(request.headers),

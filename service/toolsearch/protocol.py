@@ -43,6 +43,8 @@ SESSION_HEADER: Final = "mcp-session-id"
 INPUT_REQUIRED: Final = "input_required"
 """The 2026-07-28 `resultType` of a result that asks the client for input before the call can finish."""
 
+PROGRESS_NOTIFICATION: Final = "notifications/progress"
+
 NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SERVER_INFO: Final = {"name": "toolsearch", "version": __version__}
 

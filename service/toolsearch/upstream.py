@@ -15,7 +15,8 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ from toolsearch.protocol import (
     MODERN_VERSION,
     NAME_BEARING_PARAMS,
     NAME_HEADER,
+    PROGRESS_NOTIFICATION,
     PROTOCOL_VERSION_META,
     SESSION_HEADER,
     VERSION_HEADER,
@@ -96,6 +98,55 @@ class CallerInput:
         if self.request_state is not None:
             params["requestState"] = self.request_state
         return params
+
+
+class ProgressRelay:
+    """A caller's `progressToken` while its `tools/call` runs: the first upstream call made within
+    `active()` carries it, and the upstream's `notifications/progress` for it land in `queue`, for
+    the transport to stream to the caller. (One upstream call only: progress must only increase.)"""
+
+    _current: ContextVar[ProgressRelay | None] = ContextVar("toolsearch_progress_relay", default=None)
+    MAX_QUEUED: Final = 1000
+
+    def __init__(self, token: str | int) -> None:
+        self.token = token
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.MAX_QUEUED)
+        self._claimed = False
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """Make this the relay of tasks created inside the block (they copy the context)."""
+        reset = ProgressRelay._current.set(self)
+        try:
+            yield
+        finally:
+            ProgressRelay._current.reset(reset)
+
+    @classmethod
+    def claim(cls) -> ProgressRelay | None:
+        relay = cls._current.get()
+        if relay is None or relay._claimed:
+            return None
+        relay._claimed = True
+        return relay
+
+    @classmethod
+    def carried_by(cls, params: Mapping[str, Any]) -> ProgressRelay | None:
+        """The active relay, if these upstream request params carry its token."""
+        relay = cls._current.get()
+        meta = params.get("_meta")
+        return relay if relay is not None and isinstance(meta, Mapping) and "progressToken" in meta else None
+
+    def offer(self, message: Mapping[str, Any]) -> bool:
+        """Queue an upstream notification if it is progress of this token; whether it was."""
+        params = message.get("params")
+        if message.get("method") != PROGRESS_NOTIFICATION or not isinstance(params, Mapping):
+            return False
+        if params.get("progressToken") != self.token:
+            return False
+        with contextlib.suppress(asyncio.QueueFull):  # a flood of progress is not worth memory
+            self.queue.put_nowait({"jsonrpc": "2.0", "method": PROGRESS_NOTIFICATION, "params": dict(params)})
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +308,9 @@ class UpstreamClient:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
         if era == "modern" and caller_input is not None:
             params.update(caller_input.params())
+        relay = ProgressRelay.claim()
+        if relay is not None:
+            params["_meta"] = {"progressToken": relay.token}
         extra = _param_headers(input_schema, arguments) if era == "modern" and input_schema else {}
         capabilities = caller_input.capabilities if caller_input is not None else None
         return await self._request(era, caller, caller_key, "tools/call", params, extra, capabilities)
@@ -459,6 +513,7 @@ class UpstreamClient:
         request_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         refused: list[str] = []
+        relay = ProgressRelay.carried_by(params)
 
         async def answer(request: dict[str, Any]) -> None:
             """Answer a request the upstream sent on this exchange's stream, on the same session."""
@@ -480,7 +535,7 @@ class UpstreamClient:
                 if capture is not None and SESSION_HEADER in response.headers:
                     capture[SESSION_HEADER] = response.headers[SESSION_HEADER]
                 message = await self._read_response(
-                    response, request_id, session=SESSION_HEADER in headers, answer=answer
+                    response, request_id, session=SESSION_HEADER in headers, answer=answer, relay=relay
                 )
         except (httpx.TimeoutException, TimeoutError):
             asked = f" (it had asked toolsearch for {', '.join(refused)})" if refused else ""
@@ -517,6 +572,7 @@ class UpstreamClient:
         *,
         session: bool,
         answer: Callable[[dict[str, Any]], Awaitable[None]],
+        relay: ProgressRelay | None,
     ) -> dict[str, Any]:
         if response.status_code in (401, 403):
             body = await self._read_capped(response)
@@ -525,7 +581,7 @@ class UpstreamClient:
             raise _SessionExpired
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type == "text/event-stream" and response.status_code == 200:
-            return await self._read_sse(response, request_id, answer)
+            return await self._read_sse(response, request_id, answer, relay)
         body = await self._read_capped(response)
         try:
             message = orjson.loads(body) if body else None
@@ -554,9 +610,10 @@ class UpstreamClient:
         response: httpx.Response,
         request_id: int,
         answer: Callable[[dict[str, Any]], Awaitable[None]],
+        relay: ProgressRelay | None,
     ) -> dict[str, Any]:
-        """Read SSE events until the response to our request; notifications before it are skipped,
-        requests the upstream sends meanwhile are answered at once."""
+        """Read SSE events until the response to our request; its progress goes to `relay`, other
+        notifications are skipped, requests the upstream sends meanwhile are answered at once."""
         data: list[str] = []
         async for line in _sse_lines(response, self._max_response_bytes):
             if line.startswith("data:"):
@@ -573,6 +630,8 @@ class UpstreamClient:
                     return message
                 if isinstance(message.get("method"), str) and "id" in message:
                     await answer(message)
+                elif relay is not None:
+                    relay.offer(message)
         raise UpstreamError("upstream SSE stream ended before the response")
 
 
@@ -624,6 +683,7 @@ def _only_modern(data: Any) -> bool:
 
 def _modern_params(params: dict[str, Any], capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
     meta = {
+        **(params.get("_meta") or {}),
         PROTOCOL_VERSION_META: MODERN_VERSION,
         CLIENT_CAPABILITIES_META: dict(capabilities or {}),
         CLIENT_INFO_META: CLIENT_INFO,
