@@ -33,6 +33,9 @@ fail() {
   echo "FAILED: $*" >&2
   exit 1
 }
+apt_install() { # PACKAGES...: from Debian, quietly
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_for() { # URL SECONDS: until URL answers 200
   local deadline=$((SECONDS + $2))
@@ -60,7 +63,7 @@ trap cleanup EXIT
 
 step "podman"
 if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc >/dev/null
+  apt_install podman runc
 fi
 # A configuration of our own (CONTAINERS_CONF replaces the system's): runc, as crun refuses hybrid
 # cgroups; cgroupfs and file events, for machines without systemd; default ulimits no higher than
@@ -86,7 +89,7 @@ elif timeout 60 podman pull -q "$PYTHON_IMAGE" >/dev/null 2>&1; then
   echo "pulled"
 else
   echo "no registry answers: a stand-in from Debian packages (mmdebstrap)"
-  command -v mmdebstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
+  command -v mmdebstrap >/dev/null || apt_install mmdebstrap
   links='for v in python3.11 python3 python; do ln -sf /usr/bin/python3.11 "$1/usr/local/bin/$v"; done'
   mmdebstrap --quiet --variant=minbase --include=python3.11,python3.11-venv,ca-certificates \
     --customize-hook="$links" bookworm "$WORK/base.tar" http://deb.debian.org/debian
