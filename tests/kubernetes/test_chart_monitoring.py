@@ -108,6 +108,58 @@ def test_every_alert_and_dashboard_expression_is_valid_promql(chart: helm.Chart,
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
+_FOLLOWED = 'toolsearch_search_followed_count{job="a",toolsearch_outcome='
+# Series for promtool's rule tests: samples every 15 minutes over eight days, or every minute.
+_FALLING_SHARE = [
+    # 90% of searches followed by a result for a week, then 40%: well below 0.8 of a week earlier.
+    {"series": _FOLLOWED + '"followed"}', "values": "0+225x700 157500+50x100"},
+    {"series": _FOLLOWED + '"not_in_results"}', "values": "0+25x700 17500+75x100"},
+]
+_REDIS_DOWN = [{"series": 'toolsearch_store_errors_total{job="a"}', "values": "0+10x40"}]
+_UPSTREAM_DOWN = [
+    {"series": 'toolsearch_upstream_errors_total{job="a"}', "values": "0+90x40"},
+    {"series": 'mcp_client_operation_duration_seconds_count{job="a"}', "values": "0+100x40"},
+]
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="no promtool: run scripts/system-packages.sh")
+@pytest.mark.parametrize(
+    ("alert", "series", "interval", "at"),
+    [
+        ("ToolsearchSearchFollowedRateFalling", _FALLING_SHARE, "15m", "190h"),
+        ("ToolsearchRedisOutage", _REDIS_DOWN, "1m", "20m"),
+        ("ToolsearchUpstreamDown", _UPSTREAM_DOWN, "1m", "20m"),
+    ],
+)
+def test_an_alert_fires_on_its_condition_and_not_before(
+    chart: helm.Chart, tmp_path: Path, alert: str, series: list[dict[str, str]], interval: str, at: str
+) -> None:
+    # promtool compares annotations too, and these quote the computed value: left out here.
+    rules = [
+        {key: value for key, value in rule.items() if key != "annotations"} for rule in alert_rules(chart)
+    ]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": [{"name": "toolsearch", "rules": rules}]}))
+    fired = {
+        "alertname": alert,
+        "eval_time": at,
+        "exp_alerts": [{"exp_labels": {"job": "a", "severity": _severity(rules, alert)}}],
+    }
+    quiet = {"alertname": alert, "eval_time": "1m", "exp_alerts": []}
+    test = {"interval": interval, "input_series": series, "alert_rule_test": [quiet, fired]}
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": [test]}))
+
+    checked = subprocess.run(
+        ["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True
+    )
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _severity(rules: list[dict[str, Any]], alert: str) -> str:
+    (rule,) = [rule for rule in rules if rule["alert"] == alert]
+    return rule["labels"]["severity"]
+
+
 @pytest.fixture(scope="module")
 def exported_metrics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[str]]:
     """Metric names on /metrics of a proxy with a model and a Redis that is down, after callers
