@@ -205,6 +205,22 @@ class CatalogService:
             self._telemetry.catalog_lookups.add(1, {CATALOG_RESULT: result})
             return catalog
 
+    async def tools_changed(self, caller: CallerHeaders) -> None:
+        """The upstream said this caller's tools changed (`notifications/tools/list_changed`): list
+        them again now, in the background, while the current catalog keeps serving."""
+        identity = await self._identifier.identify(caller.authorization)
+        key = identity.key
+        if key in self._listings or key in self._refreshing:
+            return
+        self._refreshing.add(key)
+        self._spawn(self._relist(identity, caller), done=lambda: self._refreshing.discard(key))
+
+    async def _relist(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
+        record = await self._list(identity, caller)
+        with suppress(StoreUnavailable):
+            await self._store.put(identity.key, record)
+        await self._materialize(identity.key, record)
+
     async def health(self) -> dict[str, Any]:
         """The store's state for `/readyz`, and this process's catalog counters."""
         return {

@@ -44,6 +44,7 @@ INPUT_REQUIRED: Final = "input_required"
 """The 2026-07-28 `resultType` of a result that asks the client for input before the call can finish."""
 
 PROGRESS_NOTIFICATION: Final = "notifications/progress"
+TOOLS_CHANGED: Final = "notifications/tools/list_changed"
 
 NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SERVER_INFO: Final = {"name": "toolsearch", "version": __version__}

@@ -79,6 +79,7 @@ class Proxy:
             telemetry=telemetry,
             guard=guard,
         )
+        upstream.on_tools_changed = catalogs.tools_changed
         telemetry.observe_store_errors(lambda: getattr(store, "failures", 0))
         outcomes = SearchOutcomes(
             _outcome_memory(store), identifier, telemetry, window=settings.search_outcome_window

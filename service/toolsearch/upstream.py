@@ -38,6 +38,7 @@ from toolsearch.protocol import (
     PROGRESS_NOTIFICATION,
     PROTOCOL_VERSION_META,
     SESSION_HEADER,
+    TOOLS_CHANGED,
     VERSION_HEADER,
     Era,
     answer_to_server_request,
@@ -244,6 +245,8 @@ class UpstreamClient:
         self._ids = itertools.count(1)
         self._era: Era | None = None
         self._sessions = _Sessions()
+        self.on_tools_changed: Callable[[CallerHeaders], Awaitable[None]] | None = None
+        """Called when the upstream says, on a response stream, that a caller's tools changed."""
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -514,9 +517,15 @@ class UpstreamClient:
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         refused: list[str] = []
         relay = ProgressRelay.carried_by(params)
+        tools_changed = False
 
         async def answer(request: dict[str, Any]) -> None:
-            """Answer a request the upstream sent on this exchange's stream, on the same session."""
+            """Answer a request the upstream sent on this exchange's stream, on the same session; note
+            a notification that the caller's tools changed."""
+            nonlocal tools_changed
+            if "id" not in request:
+                tools_changed = tools_changed or request.get("method") == TOOLS_CHANGED
+                return
             if request.get("method") != "ping":
                 refused.append(str(request.get("method"))[:100])
             reply = orjson.dumps(answer_to_server_request(request))
@@ -537,6 +546,8 @@ class UpstreamClient:
                 message = await self._read_response(
                     response, request_id, session=SESSION_HEADER in headers, answer=answer, relay=relay
                 )
+            if tools_changed and self.on_tools_changed is not None:
+                await self.on_tools_changed(caller)
         except (httpx.TimeoutException, TimeoutError):
             asked = f" (it had asked toolsearch for {', '.join(refused)})" if refused else ""
             raise UpstreamError(f"upstream did not answer {method} in time{asked}") from None
@@ -628,10 +639,10 @@ class UpstreamClient:
                     continue
                 if message.get("id") == request_id and ("result" in message or "error" in message):
                     return message
-                if isinstance(message.get("method"), str) and "id" in message:
+                if not isinstance(message.get("method"), str):
+                    continue
+                if relay is None or not relay.offer(message):
                     await answer(message)
-                elif relay is not None:
-                    relay.offer(message)
         raise UpstreamError("upstream SSE stream ended before the response")
 
 
