@@ -209,11 +209,7 @@ class CatalogService:
         """The upstream said this caller's tools changed (`notifications/tools/list_changed`): list
         them again now, in the background, while the current catalog keeps serving."""
         identity = await self._identifier.identify(caller.authorization)
-        key = identity.key
-        if key in self._listings or key in self._refreshing:
-            return
-        self._refreshing.add(key)
-        self._spawn(self._relist(identity, caller), done=lambda: self._refreshing.discard(key))
+        self._refresh_in_background(identity, caller, relist=True)
 
     async def _relist(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
         record = await self._list(identity, caller)
@@ -345,12 +341,16 @@ class CatalogService:
             shared.tools if shared else tuple(tools), listing.instructions, self._clock(), identity.expires_at
         )
 
-    def _refresh_in_background(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
+    def _refresh_in_background(
+        self, identity: CallerIdentity, caller: CallerHeaders, *, relist: bool = False
+    ) -> None:
+        """`_refresh` (or, when the upstream said the tools changed, `_relist`), once at a time per key."""
         key = identity.key
         if key in self._listings or key in self._refreshing:
             return
         self._refreshing.add(key)
-        self._spawn(self._refresh(identity, caller), done=lambda: self._refreshing.discard(key))
+        work = self._relist(identity, caller) if relist else self._refresh(identity, caller)
+        self._spawn(work, done=lambda: self._refreshing.discard(key))
 
     async def _refresh(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
         """A refresh of a stale catalog; when another replica holds the lease, it is refreshing it."""
