@@ -233,10 +233,6 @@ class RedisClusterServer:
         """Bytes used by each running node, by port."""
         return {node.port: node.used_memory() for node in self.nodes if node.running}
 
-    def stop(self) -> None:
-        for node in self.nodes:
-            node.stop()
-
     def __enter__(self) -> RedisClusterServer:
         try:
             self.start()
