@@ -10,7 +10,11 @@ never seen, so the answer waits for the upstream listing, and for whatever else 
 - new catalog, known tools: a new caller whose catalog differs from every earlier one by one tool
   (a new index over tools already interned, and embedded when there is a model);
 - known catalog: a new caller whose catalog equals an earlier caller's (listing only: the index is
-  shared).
+  shared);
+- restart with --vector-cache-dir (hybrid only): a new process on the vector cache directory the
+  last fresh process filled (each fresh hybrid process writes to its own new, empty one), from
+  readiness and from the process's start; without the directory (and without Redis) a restart is
+  a fresh process.
 
 Each case is measured for bm25 and for every hybrid profile (each --model-dir); a quick run
 measures the first profile only, since a fresh hybrid process embeds the whole catalog (minutes
@@ -21,7 +25,11 @@ runs only, its start is slow).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 from bench.clients import PEER, TOOLSEARCH, RawClient, list_request
@@ -52,18 +60,46 @@ def _process_cases(
     Hybrid processes wait for embedding (`toolsearch_server`): these are the times to a hybrid
     answer. `_first_answer` measures the default, BM25 while the catalog embeds."""
     cases: dict[str, list[float]] = {"fresh process": []}
-    for number in range(processes):
-        server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
-        with running(server):
-            cases["fresh process"].append(_first_search(server.mcp_url, f"bench-fresh-{number}"))
-            if number == processes - 1:
-                cases["new catalog, known tools"] = [
-                    _first_search(server.mcp_url, f"{DROP_PREFIX}{n}-bench") for n in range(samples)
-                ]
-                cases["known catalog"] = [
-                    _first_search(server.mcp_url, f"bench-known-{n}") for n in range(samples)
-                ]
+    with tempfile.TemporaryDirectory(prefix="bench-vectors-") as vectors:
+        for number in range(processes):
+            server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
+            if model_dir:
+                server = _with_vector_cache(server, Path(vectors) / str(number))
+            with running(server):
+                cases["fresh process"].append(_first_search(server.mcp_url, f"bench-fresh-{number}"))
+                if number == processes - 1:
+                    cases["new catalog, known tools"] = [
+                        _first_search(server.mcp_url, f"{DROP_PREFIX}{n}-bench") for n in range(samples)
+                    ]
+                    cases["known catalog"] = [
+                        _first_search(server.mcp_url, f"bench-known-{n}") for n in range(samples)
+                    ]
+        if model_dir:
+            filled = Path(vectors) / str(processes - 1)
+            cases.update(_restarts(options, upstream, model_dir, filled, samples))
     return cases
+
+
+def _with_vector_cache(server: Server, directory: Path) -> Server:
+    return dataclasses.replace(server, command=[*server.command, f"--vector-cache-dir={directory}"])
+
+
+def _restarts(
+    options: Options, upstream: Server, model_dir: str, vectors: Path, samples: int
+) -> dict[str, list[float]]:
+    """`samples` new processes on the vector cache directory a fresh process filled: each one's first
+    (hybrid) search after it is ready, and the time from its start to that answer."""
+    after_ready, after_start = [], []
+    for number in range(samples):
+        server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
+        started = time.perf_counter()
+        with running(_with_vector_cache(server, vectors)):
+            after_ready.append(_first_search(server.mcp_url, f"bench-restart-{number}"))
+            after_start.append((time.perf_counter() - started) * 1000)
+    return {
+        "restart with --vector-cache-dir": after_ready,
+        "restart with --vector-cache-dir, from process start": after_start,
+    }
 
 
 def _first_answer(options: Options, upstream: Server, model_dir: str) -> list[float]:
@@ -127,7 +163,11 @@ def run(options: Options) -> Section:
                     "catalog differs from all earlier ones (a new index); 'known catalog': equal to an "
                     "earlier caller's (the index is shared). Hybrid rows wait for the catalog's hybrid "
                     "index (--embedding-wait=3600), but 'first answer': the default, answered by BM25 "
-                    "once --embedding-wait (1 s) has passed while the catalog embeds.",
+                    "once --embedding-wait (1 s) has passed while the catalog embeds. Each fresh hybrid "
+                    "process writes its vectors to a new, empty --vector-cache-dir; 'restart with "
+                    "--vector-cache-dir': a new process on the last one's directory (its first search "
+                    "after it is ready, and from its start: loading the models included). Without the "
+                    "directory and without Redis, a restart is a fresh process.",
                     *_profile_notes(profiles, skipped),
                     *(["The peer's first search is measured in full runs only."] if options.quick else []),
                 ],

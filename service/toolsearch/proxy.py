@@ -24,6 +24,7 @@ from toolsearch.upstream import UpstreamClient
 
 if TYPE_CHECKING:
     from toolsearch.search.progressive import Embedding
+    from toolsearch.search.vectors import VectorCache
 
 logger = logging.getLogger(__name__)
 
@@ -174,10 +175,7 @@ def _index_builder(
         "".join(f", companion {companion.name}" for companion in companions),
         "learned" if profile.ranker is not None else "fusion",
     )
-    from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
-
-    # With Redis, tool vectors are shared by the replicas; in process, the index keeps its own cache.
-    cache = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
+    cache = _vector_cache(settings, store)
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
     embedding = Embedding(
         (embedder, *companions), on_done=telemetry.observe_embedding(lambda: embedding.pending)
@@ -191,6 +189,22 @@ def _index_builder(
         ranker=profile.ranker,
     )
     return builder, embedding
+
+
+def _vector_cache(settings: Settings, store: CatalogStore) -> VectorCache | None:
+    """Where tool vectors are kept: Redis shares them between replicas; --vector-cache-dir keeps them
+    on this machine's disk across restarts, in front of Redis (a restart reads no network) or of
+    this process's memory (an index build reads no disk). None: the index keeps its own in memory."""
+    from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
+    from toolsearch.search.vectors import DiskVectorCache, LayeredVectorCache, MemoryVectorCache
+
+    shared = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
+    if not settings.vector_cache_dir:
+        return shared
+    disk = DiskVectorCache(settings.vector_cache_dir, max_bytes=settings.vector_cache_max_mb * 1_000_000)
+    if shared is not None:
+        return LayeredVectorCache(disk, shared)
+    return LayeredVectorCache(MemoryVectorCache(), disk)
 
 
 def _identifier(settings: Settings) -> Identifier:
