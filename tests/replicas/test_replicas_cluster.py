@@ -37,8 +37,9 @@ def record() -> CatalogRecord:
 
 
 def opened(cluster: RedisClusterServer) -> RedisCatalogStore:
-    """A store with an interner of its own, as another replica would have."""
-    return RedisCatalogStore.from_url(cluster.url, ToolInterner(), timeout=1.0)
+    """A store with an interner of its own, as another replica would have. Its first operation
+    learns the cluster's layout (a connection to every master): 5 s, for a busy CI machine."""
+    return RedisCatalogStore.from_url(cluster.url, ToolInterner(), timeout=5.0)
 
 
 def keys_by_master(cluster: RedisClusterServer) -> dict[int, list[bytes]]:
