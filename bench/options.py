@@ -13,18 +13,36 @@ from typing import Any
 
 from bench.processes import SERVICE_DIR
 from bench.report import RESULTS_DIR
+from toolsearch.embedding.manifest import ModelError
+from toolsearch.embedding.profile import ProfilePaths, profile_paths
 
 NO_MODEL = "not available: no --model-dir given"
 
 
 def profile_directories(model_dir: str) -> list[Path]:
-    """The model directories of one `--model-dir` value (comma-separated, the primary model first)."""
-    return [Path(part.strip()) for part in model_dir.split(",") if part.strip()]
+    """The model directories of one `--model-dir` value (comma-separated, the primary model first,
+    or a profile directory: its models)."""
+    paths = _profile_paths(model_dir)
+    return list(paths.models) if paths is not None else _named(model_dir)
 
 
 def profile_label(model_dir: str) -> str:
-    """`hybrid (e5+use)` for `models/e5,models/use`: the directories' last components."""
-    return f"hybrid ({'+'.join(directory.name for directory in profile_directories(model_dir))})"
+    """`hybrid (e5+use)` for `models/e5,models/use`: the directories' last components; `hybrid
+    (e5+use, learned)` for a profile directory with a ranker."""
+    names = "+".join(directory.name for directory in profile_directories(model_dir))
+    paths = _profile_paths(model_dir)
+    return f"hybrid ({names}{', learned' if paths is not None and paths.ranker else ''})"
+
+
+def _named(model_dir: str) -> list[Path]:
+    return [Path(part.strip()) for part in model_dir.split(",") if part.strip()]
+
+
+def _profile_paths(model_dir: str) -> ProfilePaths | None:
+    try:
+        return profile_paths(_named(model_dir))
+    except ModelError:
+        return None  # reported as not available
 
 
 @dataclass(frozen=True)
