@@ -283,15 +283,14 @@ class HybridIndex:
         if expansion:
             lexical = lexical + EXPANSION_WEIGHT * self.lexical.bm25_scores(" ".join(expansion))
         semantic = DENSE_WEIGHT * _standardised(dense)
-        companion, companion_vector = np.zeros_like(dense), None
+        companion = np.zeros_like(dense)
         for number, each in enumerate(self.companions):
             # A model sits out a language it does not know: its query is not even embedded.
             if each.knows(language):
-                vector = each.query_vectors(request)
-                similarity = each.similarities(vector)
+                similarity = each.similarities(each.query_vectors(request))
                 semantic += COMPANION_WEIGHT * _standardised(similarity)
                 if number == 0:
-                    companion, companion_vector = similarity, vector
+                    companion = similarity
         fusion = semantic + LEXICAL_WEIGHT * _relative(lexical)
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
@@ -311,21 +310,16 @@ class HybridIndex:
             named=named,
             english=language == "en",
             vector=query_vector,
-            companion_vector=companion_vector,
         )
         if self.ranker is not None:
             signals = self.adapted(signals, self.ranker.adapters)
         return Evidence(signals, weak)
 
     def adapted(self, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
-        """`signals` with the similarities of the request's vectors moved by `adapters` (the first
-        model's, then the companion's)."""
+        """`signals` with the first model's similarities to the request's vector moved by its adapter."""
         moved = adapt(signals.vector, adapters[0])
         adapted_dense = self.semantic.blended_similarities(moved, self.semantic.similarities(moved))
-        adapted_companion = np.zeros_like(adapted_dense)
-        if signals.companion_vector is not None and len(adapters) > 1:
-            adapted_companion = self.companions[0].similarities(adapt(signals.companion_vector, adapters[1]))
-        return dataclasses.replace(signals, adapted_dense=adapted_dense, adapted_companion=adapted_companion)
+        return dataclasses.replace(signals, adapted_dense=adapted_dense)
 
     def translations(self, query: str) -> list[str]:
         """The catalog's words for the words of `query` that no tool has (`LexicalIndex.unknown_words`,

@@ -4,8 +4,9 @@ The hand-set fusion of `search.hybrid` stays the ranking's backbone; what is lea
 requests (`toolsearch train`, `toolsearch.training`) corrects it, and an index without a trained
 `Ranker` for its models ranks by the fusion alone.
 
-- **Query adapters.** Per model, a linear map of the query's embedding, `q + q @ W` renormalised,
-  fitted by ridge regression toward the vectors of the tools that serve each training request.
+- **A query adapter.** For the first model, a linear map of the query's embedding, `q + q @ W`
+  renormalised, fitted contrastively: each training request's adapted vector should be nearer to
+  the tools that serve it than to every other tool of the catalog (softmax over all of them).
   Only the query side moves: tool vectors, and every cached tool embedding, stay valid. The
   adapted query's similarity to each tool is a signal of its own, next to the plain one.
 - **Re-ranking.** The candidates of a query are the union of the best tools by the fusion, by
@@ -16,8 +17,8 @@ requests (`toolsearch train`, `toolsearch.training`) corrects it, and an index w
   toward that start (L2), so that little data moves them little. Named tools still rank first.
 
 A ranker is data next to the models it was trained with: `ranker.json` (weights, the models'
-fingerprints, the digests of its adapter files and of the data it was trained on) and one
-`adapter-N.npy` per model. `Ranker.load` refuses files that do not match their digests, and
+fingerprints, the digests of its adapter file and of the data it was trained on) and
+`adapter-0.npy`, the first model's adapter. `Ranker.load` refuses files that do not match their digests, and
 `Ranker.fits` tells whether it was trained for the models at hand.
 """
 
@@ -48,9 +49,7 @@ FEATURES = (
     "english_lexical",
     "english_dense",
     "adapted_dense",
-    "adapted_companion",
     "server_adapted_dense",
-    "server_adapted_companion",
 )
 """What the re-ranker reads of each candidate. `server_*` are the best value among the tools of the
 candidate's server (which product the request is about); `one_word_name_lexical` is the lexical
@@ -81,10 +80,9 @@ class Signals:
     english: bool
     vector: np.ndarray
     """The request's embedding by the first model, before its adapter."""
-    companion_vector: np.ndarray | None
-    """The same by the companion; None without one, or when it does not know the language."""
+
     adapted_dense: np.ndarray | None = None
-    adapted_companion: np.ndarray | None = None
+    """The first model's similarity to the request's adapted vector (with a ranker only)."""
 
 
 class ServerGroups:
@@ -144,9 +142,6 @@ def feature_rows(
     dense = _standardised(signals.dense)
     companion = _standardised(signals.companion)  # zeros stay zeros: a model sitting out adds nothing
     adapted = _standardised(signals.adapted_dense) if signals.adapted_dense is not None else dense
-    adapted_companion = (
-        _standardised(signals.adapted_companion) if signals.adapted_companion is not None else companion
-    )
     english = float(signals.english)
     columns = (
         fusion[chosen],
@@ -160,9 +155,7 @@ def feature_rows(
         english * lexical[chosen],
         english * dense[chosen],
         adapted[chosen],
-        adapted_companion[chosen],
         groups.best(adapted)[chosen],
-        groups.best(adapted_companion)[chosen],
     )
     return np.stack(columns, axis=1)
 
@@ -186,7 +179,7 @@ class Ranker:
 
     weights: np.ndarray
     adapters: tuple[np.ndarray, ...]
-    """One (dimensions x dimensions) map per model, in the models' order."""
+    """The first model's (dimensions x dimensions) map."""
     models: tuple[str, ...]
     """Fingerprints of the models it was trained with (`Embedder.fingerprint`)."""
     training: dict[str, Any]
