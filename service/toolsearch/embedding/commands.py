@@ -102,8 +102,8 @@ def add_train_command(subparsers: argparse._SubParsersAction) -> None:
     """Register `train` on the CLI's subparsers."""
     train = subparsers.add_parser(
         "train",
-        help="train a profile's learned ranking (query adapters and re-ranker)",
-        description="Fit the query adapters and the re-ranker of a profile's models on training requests "
+        help="train a profile's learned ranking (query adapter and re-ranker)",
+        description="Fit the query adapter and the re-ranker of a profile's models on training requests "
         "over a catalog file, and write the ranker directory. Deterministic: folds are whole servers.",
     )
     train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
@@ -171,20 +171,11 @@ def _install(args: argparse.Namespace) -> int:
                 print("the shipped ranker was trained for other model builds: training one (minutes)")
                 train_profile_ranker(models, training_queries_path())[0].save(staging / "ranker")
             write_profile(staging, ["e5", "use"], "ranker")
-
-    try:
-        run()
-    except (ModelError, OSError) as error:
-        print(f"toolsearch: {error}", file=sys.stderr)
-        return 1
-    except ModuleNotFoundError as error:
-        print(
-            f"toolsearch: this command needs the {error.name} package: pip install {error.name}",
-            file=sys.stderr,
+        return (
+            f"the search profile (e5, use, learned ranking) is ready in {args.dir}; serve it with --model-dir"
         )
-        return 1
-    print(f"the search profile (e5, use, learned ranking) is ready in {args.dir}; serve it with --model-dir")
-    return 0
+
+    return _report(run)
 
 
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
