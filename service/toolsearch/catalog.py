@@ -118,9 +118,6 @@ class Catalog:
         """(server, tool count) by the `<server>_<tool>` names, most tools first."""
         return self._toolset.servers
 
-    def search(self, query: str, limit: int) -> list[tuple[Tool, float]]:
-        return [(self.tools[hit.position], hit.score) for hit in self.hits(query, limit)]
-
     def hits(self, query: str, limit: int) -> list[SearchHit]:
         """The index's best `limit` hits for `query`, tools withheld from this caller left out."""
         withheld = {self._toolset.positions[name] for name in self._withheld()}

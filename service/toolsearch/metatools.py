@@ -226,7 +226,6 @@ class MetaTools:
         self._catalogs = catalogs
         self._upstream = upstream
         self._policy = policy
-        self._max_batch_calls = max_batch_calls
         self._search_schemas = search_schemas
         self.definitions: list[dict[str, Any]] = _definitions(max_batch_calls)
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
