@@ -226,7 +226,6 @@ class UpstreamClient:
         max_pages: int = 100,
         max_response_bytes: int = 64 * 1024 * 1024,
         max_tools: int = 10_000,
-        transport: httpx.AsyncBaseTransport | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
         self._telemetry = telemetry or Telemetry(use_environment=False)
@@ -240,7 +239,6 @@ class UpstreamClient:
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
             follow_redirects=False,
             headers={"User-Agent": f"toolsearch/{__version__}"},
-            transport=transport,
         )
         self._ids = itertools.count(1)
         self._era: Era | None = None
