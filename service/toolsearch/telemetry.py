@@ -149,34 +149,6 @@ class Telemetry:
             "toolsearch.call.unknown_tool",
             description="Calls of a name the catalog lacks, by outcome: typo (one tool meant) or missing.",
         )
-        # What callers do with search answers (outcomes.py): counts and ranks, never a tool's name.
-        self.search_followed = meter.create_histogram(
-            "toolsearch.search.followed",
-            unit="{rank}",
-            description="Searches followed by a call: the called tool's rank in the answer (1 = best), "
-            "by outcome (followed: it was shown; not_in_results: it was not, recorded as 0).",
-            explicit_bucket_boundaries_advisory=_RANK_BUCKETS,
-        )
-        self.search_retried = meter.create_counter(
-            "toolsearch.search.retried", description="Searches followed by another search before any call."
-        )
-        self.search_unfollowed = meter.create_counter(
-            "toolsearch.search.unfollowed", description="Searches followed by no call within the window."
-        )
-        self.search_abstained = meter.create_counter(
-            "toolsearch.search.abstained", description="Searches answered: no tool matches this request well."
-        )
-        self.search_empty = meter.create_counter(
-            "toolsearch.search.empty", description="Searches answered with no tool at all."
-        )
-        self.call_without_search = meter.create_counter(
-            "toolsearch.call.without_search",
-            description="Calls of a tool that no search showed the caller within the window.",
-        )
-        self.call_unknown_tool = meter.create_counter(
-            "toolsearch.call.unknown_tool",
-            description="Calls of a name the catalog lacks, by outcome: typo (one tool meant) or missing.",
-        )
         # Outcome counters start at 0, so that rates, dashboards and alerts have a series before the first.
         zeroed = (self.search_retried, self.search_unfollowed, self.search_abstained, self.search_empty)
         for counter in (*zeroed, self.call_without_search):
