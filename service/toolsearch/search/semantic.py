@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -51,6 +52,7 @@ _WORD_SOURCE_CHARS = 1000
 _LETTER_RUNS = re.compile(r"[A-Za-z]+")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _ENGLISH_STOPWORDS = frozenset(stopwords.ENGLISH.split())
+_T = TypeVar("_T")
 
 
 def passage(tool: Tool) -> str:
@@ -107,14 +109,15 @@ def model_key(embedder: Embedder) -> str:
 
 
 def _vectors(
-    embedder: Embedder, cache: VectorCache, key: str, texts: Mapping[str, str]
+    embedder: Embedder, cache: VectorCache, key: str, texts: Mapping[str, _T], text: Callable[[_T], str]
 ) -> dict[str, np.ndarray]:
-    """The vector of each text (by its cache id): cached ones, the rest embedded in batches."""
+    """The vector of the `text` of each item of `texts` (by its cache id): cached ones, the rest
+    embedded in batches. A text is only written for embedding: a catalog of known tools costs none."""
     known = cache.get_many(key, list(texts))
     pending = [cache_id for cache_id in texts if cache_id not in known]
     for start in range(0, len(pending), EMBEDDING_BATCH):
         batch = pending[start : start + EMBEDDING_BATCH]
-        rows = embedder.embed_passages([texts[cache_id] for cache_id in batch])
+        rows = embedder.embed_passages([text(texts[cache_id]) for cache_id in batch])
         embedded = dict(zip(batch, rows, strict=True))
         cache.put_many(key, embedded)
         known.update(embedded)
@@ -153,16 +156,11 @@ class SemanticIndex:
         """The vectors of `tools` and (unless `words` is off) of their words: from `cache` where it
         has them, else embedded in batches (and added to it)."""
         key, dimensions = model_key(embedder), embedder.dimensions
-        distinct = {tool.digest: tool for tool in tools}.values()
-        known = _vectors(embedder, cache, key, {tool.digest: passage(tool) for tool in distinct})
-        described = _vectors(
-            embedder,
-            cache,
-            f"{key}.descriptions",
-            {tool.digest: description_passage(tool) for tool in distinct},
-        )
+        distinct = {tool.digest: tool for tool in tools}
+        known = _vectors(embedder, cache, key, distinct, passage)
+        described = _vectors(embedder, cache, f"{key}.descriptions", distinct, description_passage)
         vocabulary = catalog_words(tools) if words else []
-        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in vocabulary})
+        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in vocabulary}, str)
         return cls(
             _matrix([known[tool.digest] for tool in tools], dimensions),
             _matrix([described[tool.digest] for tool in tools], dimensions),
