@@ -49,7 +49,17 @@ from toolsearch.search import SearchHit, SearchIndex, text
 from toolsearch.search.documents import split_qualified_name
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import Embedding, ProgressiveIndex
-from toolsearch.search.ranking import FEATURES, Ranker, ServerGroups, Signals, adapt, one_word_names
+from toolsearch.search.ranking import (
+    FEATURES,
+    Ranker,
+    ServerGroups,
+    Signals,
+    adapt,
+    named_first,
+    one_word_names,
+    relative,
+    standardised,
+)
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache, VectorCache
 from toolsearch.tool import Tool
@@ -250,8 +260,8 @@ class HybridIndex:
             rows = self.ranker.contributions(signals, positions, self.groups, self.one_word_names)
             parts = [dict(zip(FEATURES, map(float, row), strict=True)) for row in rows]
         else:
-            lexical = LEXICAL_WEIGHT * _relative(signals.lexical)
-            dense = DENSE_WEIGHT * _standardised(signals.dense)
+            lexical = LEXICAL_WEIGHT * relative(signals.lexical)
+            dense = DENSE_WEIGHT * standardised(signals.dense)
             companions = signals.fusion - lexical - dense
             parts = [
                 {"lexical": float(lexical[p]), "dense": float(dense[p]), "companions": float(companions[p])}
@@ -282,16 +292,16 @@ class HybridIndex:
         expansion = self.semantic.nearest_words(query_vector, EXPANSION_WORDS)
         if expansion:
             lexical = lexical + EXPANSION_WEIGHT * self.lexical.bm25_scores(" ".join(expansion))
-        semantic = DENSE_WEIGHT * _standardised(dense)
+        semantic = DENSE_WEIGHT * standardised(dense)
         companion = np.zeros_like(dense)
         for number, each in enumerate(self.companions):
             # A model sits out a language it does not know: its query is not even embedded.
             if each.knows(language):
                 similarity = each.similarities(each.query_vectors(request))
-                semantic += COMPANION_WEIGHT * _standardised(similarity)
+                semantic += COMPANION_WEIGHT * standardised(similarity)
                 if number == 0:
                     companion = similarity
-        fusion = semantic + LEXICAL_WEIGHT * _relative(lexical)
+        fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
         weak = self._weak(fusion, cosines, lexical, named)
@@ -300,7 +310,7 @@ class HybridIndex:
         translations = self.translations(request) if language != "en" else []
         if translations:
             lexical = lexical + TRANSLATION_WEIGHT * self.lexical.bm25_scores(" ".join(translations))
-            fusion = semantic + LEXICAL_WEIGHT * _relative(lexical)
+            fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         signals = Signals(
             fusion=fusion,
             lexical=lexical,
@@ -343,18 +353,7 @@ class HybridIndex:
 
 def fused_scores(signals: Signals) -> np.ndarray:
     """The hand-set fusion's ranking: its scores, with the tools the query names above all others."""
-    scores = signals.fusion.copy()
-    if len(signals.named):
-        scores[signals.named] += scores.max() - scores.min() + 1.0
-    return scores
-
-
-def _relative(scores: np.ndarray) -> np.ndarray:
-    return scores / max(float(scores.max()), 1e-9)
-
-
-def _standardised(scores: np.ndarray) -> np.ndarray:
-    return (scores - scores.mean()) / max(float(scores.std()), 1e-9)
+    return named_first(signals.fusion.copy(), signals.named)
 
 
 def _best(scores: np.ndarray, limit: int, *, weak: bool) -> list[SearchHit]:

@@ -104,12 +104,23 @@ class ServerGroups:
         return np.maximum.reduceat(values[self._order], self._starts)[self._group]
 
 
-def _standardised(scores: np.ndarray) -> np.ndarray:
+def standardised(scores: np.ndarray) -> np.ndarray:
+    """Scores as z-scores over the catalog (what the fusion adds, and what features compare)."""
     return (scores - scores.mean()) / max(float(scores.std()), 1e-9)
 
 
-def _relative(scores: np.ndarray) -> np.ndarray:
+def relative(scores: np.ndarray) -> np.ndarray:
+    """Scores over the best one."""
     return scores / max(float(scores.max()), 1e-9)
+
+
+def named_first(scores: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """`scores` (in place) with the tools the query names above all others; the tools left out
+    of a ranking (-inf) stay out."""
+    if len(named):
+        ranked = scores[np.isfinite(scores)]
+        scores[named] += ranked.max() - ranked.min() + 1.0
+    return scores
 
 
 def _top(scores: np.ndarray, count: int) -> np.ndarray:
@@ -137,11 +148,11 @@ def feature_rows(
     signals: Signals, chosen: np.ndarray, groups: ServerGroups, one_word_names: np.ndarray
 ) -> np.ndarray:
     """One row of `FEATURES` per chosen tool."""
-    fusion = _standardised(signals.fusion)
-    lexical = _relative(signals.lexical)
-    dense = _standardised(signals.dense)
-    companion = _standardised(signals.companion)  # zeros stay zeros: a model sitting out adds nothing
-    adapted = _standardised(signals.adapted_dense) if signals.adapted_dense is not None else dense
+    fusion = standardised(signals.fusion)
+    lexical = relative(signals.lexical)
+    dense = standardised(signals.dense)
+    companion = standardised(signals.companion)  # zeros stay zeros: a model sitting out adds nothing
+    adapted = standardised(signals.adapted_dense) if signals.adapted_dense is not None else dense
     english = float(signals.english)
     columns = (
         fusion[chosen],
@@ -150,7 +161,7 @@ def feature_rows(
         companion[chosen],
         groups.best(dense)[chosen],
         groups.best(lexical)[chosen],
-        _relative(signals.server_lexical)[chosen],
+        relative(signals.server_lexical)[chosen],
         one_word_names[chosen] * lexical[chosen],
         english * lexical[chosen],
         english * dense[chosen],
@@ -195,9 +206,7 @@ class Ranker:
         chosen = candidates(signals)
         scores = np.full(len(signals.fusion), -np.inf)
         scores[chosen] = feature_rows(signals, chosen, groups, one_word_names) @ self.weights
-        if len(signals.named):
-            scores[signals.named] += scores[chosen].max() - scores[chosen].min() + 1.0
-        return scores
+        return named_first(scores, signals.named)
 
     def contributions(
         self, signals: Signals, positions: np.ndarray, groups: ServerGroups, one_word_names: np.ndarray
