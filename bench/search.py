@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
-from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
+from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.profile import load_profile
 from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
@@ -33,7 +33,7 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.ranking import Ranker
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
-from toolsearch.tool import Tool, ToolInterner
+from toolsearch.tool import Tool
 
 SIZES = (500, 1500, 5000)
 
@@ -131,8 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sizes = [int(size) for size in args.sizes.split(",")]
-    interner = ToolInterner()
-    all_tools = [interner.intern(definition) for definition in load_catalog_file(recorded_catalog_path())]
+    all_tools = load_catalog_tools(recorded_catalog_path())
     queries = [row["query"] for row in dev_queries()]
     queries = queries[: args.queries] if args.queries else queries
     results: dict[str, Any] = {"machine": machine(), "queries": len(queries), "models": {}}

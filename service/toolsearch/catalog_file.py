@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from toolsearch.tool import Tool, ToolInterner
+
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -50,3 +52,9 @@ def load_catalog_file(path: str | Path) -> list[dict[str, Any]]:
                 raise CatalogFileError(f"{path}: servers[{number}].tools[{position}] has no string `name`")
             tools.append({**tool, "name": f"{entry['server']}_{tool['name']}"})
     return tools
+
+
+def load_catalog_tools(path: str | Path) -> list[Tool]:
+    """The tools of a catalog file (`load_catalog_file`), interned: equal definitions share one `Tool`."""
+    interner = ToolInterner()
+    return [interner.intern(definition) for definition in load_catalog_file(path)]

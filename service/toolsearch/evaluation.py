@@ -207,11 +207,10 @@ def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 
 def _run_eval_command(args: argparse.Namespace) -> int:
-    from toolsearch.catalog_file import CatalogFileError, load_catalog_file, recorded_catalog_path
+    from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.profile import Profile, load_profile
     from toolsearch.search.hybrid import QueryVectors, build_index
-    from toolsearch.tool import ToolInterner
 
     mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
     if mode != "bm25" and not args.model_dir:
@@ -219,13 +218,11 @@ def _run_eval_command(args: argparse.Namespace) -> int:
         return 2
     try:
         queries = load_queries(args.queries)
-        definitions = load_catalog_file(args.catalog or recorded_catalog_path())
+        tools = load_catalog_tools(args.catalog or recorded_catalog_path())
         profile = load_profile(args.model_dir, threads=args.threads) if mode != "bm25" else Profile((), None)
     except (QueryFileError, CatalogFileError, ModelError) as error:
         print(f"toolsearch eval: error: {error}", file=sys.stderr)
         return 2
-    interner = ToolInterner()
-    tools = [interner.intern(definition) for definition in definitions]
     started = time.perf_counter()
     models = profile.models
     embedder, companions = (models[0], models[1:]) if models else (None, ())

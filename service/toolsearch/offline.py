@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolsearch.catalog_file import CatalogFileError, load_catalog_file, recorded_catalog_path
+from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import ModelError
 from toolsearch.search import SearchIndex
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.tool import Tool, ToolInterner
+from toolsearch.tool import Tool
 
 _DESCRIPTION_WIDTH = 80
 _EXPLAINED_PARTS = 5
@@ -22,14 +22,9 @@ _EXPLAINED_PARTS = 5
 
 def search_catalog_file(path: str | Path, query: str, limit: int = 10) -> list[tuple[str, float]]:
     """The best `limit` tools of the catalog file for `query` by BM25F: (name, score), best first."""
-    tools = _tools(path)
+    tools = load_catalog_tools(path)
     hits = LexicalIndex.build(tools).search(query, limit)
     return [(tools[hit.position].name, hit.score) for hit in hits]
-
-
-def _tools(path: str | Path) -> list[Tool]:
-    interner = ToolInterner()
-    return [interner.intern(definition) for definition in load_catalog_file(path)]
 
 
 def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
@@ -101,7 +96,7 @@ def _run_search_command(args: argparse.Namespace) -> int:
         print("toolsearch search: error: --limit must be at least 1", file=sys.stderr)
         return 2
     try:
-        tools = _tools(args.catalog or recorded_catalog_path())
+        tools = load_catalog_tools(args.catalog or recorded_catalog_path())
         results = _explained(_index(tools, args.model_dir), args.query, args.limit)
     except (CatalogFileError, ModelError) as error:
         print(f"toolsearch search: error: {error}", file=sys.stderr)

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.optimize
 from threadpoolctl import threadpool_limits
 
-from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
+from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.manifest import sha256_file
 from toolsearch.evaluation import DEPTH, Outcome, Query, load_queries
@@ -47,7 +47,6 @@ from toolsearch.search.ranking import (
     initial_weights,
 )
 from toolsearch.search.vectors import VectorCache
-from toolsearch.tool import Tool, ToolInterner
 
 FOLDS = 5
 L2 = 0.03
@@ -243,16 +242,14 @@ def shipped_ranker_path() -> Path:
 
 def catalog_index(
     models: Sequence[Embedder], catalog: Path | None = None, cache: VectorCache | None = None
-) -> tuple[HybridIndex, list[Tool]]:
+) -> HybridIndex:
     """The hybrid index (fusion, no ranker) of a catalog file, the recorded one by default; tool
     vectors from `cache` where it has them."""
-    definitions = load_catalog_file(catalog or recorded_catalog_path())
-    interner = ToolInterner()
-    tools = [interner.intern(definition) for definition in definitions]
+    tools = load_catalog_tools(catalog or recorded_catalog_path())
     first, *companions = models
     index = build_index(tools, first, cache=cache, companions=[QueryVectors(model) for model in companions])
     assert isinstance(index, HybridIndex)  # a model is given: never the lexical index alone
-    return index, tools
+    return index
 
 
 def train_profile_ranker(
@@ -262,7 +259,7 @@ def train_profile_ranker(
     cache: VectorCache | None = None,
 ) -> tuple[Ranker, HybridIndex, list[Query]]:
     """A ranker for `models` trained on the requests of `queries_path` over the catalog file."""
-    index, _ = catalog_index(models, catalog, cache)
+    index = catalog_index(models, catalog, cache)
     queries = load_queries(queries_path)
     training = {
         "queries_sha256": sha256_file(queries_path),
