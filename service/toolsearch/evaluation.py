@@ -210,7 +210,7 @@ def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.profile import Profile, load_profile
-    from toolsearch.search.hybrid import QueryVectors, build_index
+    from toolsearch.search.hybrid import profile_index
 
     mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
     if mode != "bm25" and not args.model_dir:
@@ -224,20 +224,12 @@ def _run_eval_command(args: argparse.Namespace) -> int:
         print(f"toolsearch eval: error: {error}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    models = profile.models
-    embedder, companions = (models[0], models[1:]) if models else (None, ())
-    index = build_index(
-        tools,
-        embedder,
-        mode=mode,
-        companions=[QueryVectors(model) for model in companions],
-        ranker=profile.ranker,
-    )
+    index = profile_index(tools, profile, mode=mode)
     built = time.perf_counter() - started
     outcomes = run_queries(index.search, [tool.name for tool in tools], queries)
     report = summarize(outcomes)
     report["index_seconds"] = built
-    model = "".join(f", {model.name}" for model in models) + (", learned" if profile.ranker else "")
+    model = "".join(f", {model.name}" for model in profile.models) + (", learned" if profile.ranker else "")
     print(format_report(report, f"{mode}{model}: {len(queries)} queries over {len(tools)} tools"))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -31,13 +31,9 @@ def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
     if not model_dirs:
         return LexicalIndex.build(tools)
     from toolsearch.embedding.profile import load_profile
-    from toolsearch.search.hybrid import QueryVectors, build_index
+    from toolsearch.search.hybrid import profile_index
 
-    profile = load_profile(model_dirs, threads=2)
-    first, *companions = profile.models
-    return build_index(
-        tools, first, companions=[QueryVectors(model) for model in companions], ranker=profile.ranker
-    )
+    return profile_index(tools, load_profile(model_dirs, threads=2))
 
 
 def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[int, float, dict[str, float]]]:

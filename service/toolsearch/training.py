@@ -35,9 +35,10 @@ from threadpoolctl import threadpool_limits
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.manifest import sha256_file
+from toolsearch.embedding.profile import Profile
 from toolsearch.evaluation import DEPTH, Outcome, Query, load_queries
 from toolsearch.search.documents import split_qualified_name
-from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index, fused_scores
+from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
 from toolsearch.search.ranking import (
     FEATURES,
     Ranker,
@@ -246,8 +247,7 @@ def catalog_index(
     """The hybrid index (fusion, no ranker) of a catalog file, the recorded one by default; tool
     vectors from `cache` where it has them."""
     tools = load_catalog_tools(catalog or recorded_catalog_path())
-    first, *companions = models
-    index = build_index(tools, first, cache=cache, companions=[QueryVectors(model) for model in companions])
+    index = profile_index(tools, Profile(tuple(models), None), cache=cache)
     assert isinstance(index, HybridIndex)  # a model is given: never the lexical index alone
     return index
 

@@ -45,6 +45,7 @@ from typing import Literal
 import numpy as np
 
 from toolsearch.embedding import Embedder
+from toolsearch.embedding.profile import Profile
 from toolsearch.search import SearchHit, SearchIndex, text
 from toolsearch.search.documents import split_qualified_name
 from toolsearch.search.lexical import LexicalIndex
@@ -390,6 +391,22 @@ def build_index(
         companions if mode == "hybrid" else (),
         ranker if mode == "hybrid" else None,
         mode,
+    )
+
+
+def profile_index(
+    tools: Sequence[Tool], profile: Profile, *, mode: Mode = "hybrid", cache: VectorCache | None = None
+) -> SearchIndex:
+    """`build_index` with a profile's models (the first, then companions) and ranker; BM25F alone
+    for a profile without models."""
+    first, *companions = profile.models or (None,)
+    return build_index(
+        tools,
+        first,
+        mode=mode,
+        cache=cache,
+        companions=[QueryVectors(model) for model in companions],
+        ranker=profile.ranker,
     )
 
 
