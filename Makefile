@@ -36,6 +36,7 @@ node-packages: system-packages
 test: $(BIN)/toolsearch system-packages node-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/toolsearch
