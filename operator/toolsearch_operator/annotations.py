@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, get_args
 
-from toolsearch_operator.sidecar import ModelSource, RedisSource, SidecarSpec
+from toolsearch_operator.sidecar import ModelKind, ModelSource, RedisSource, SidecarSpec
 
 PREFIX = "toolsearch.dev/"
 INJECT = PREFIX + "inject"
@@ -46,7 +46,7 @@ BUILTIN_DEFAULTS: Mapping[str, str] = {
 
 _REDIS_KEYS = (REDIS_URL, REDIS_SECRET)
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-_MODEL_KINDS = ("builtin", "image-volume", "init-container")
+_MODEL_KINDS: tuple[ModelKind, ...] = get_args(ModelKind)
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(\d+(\.\d*)?|\.\d+)))?$")
 _SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _SECRET_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -126,11 +126,15 @@ def _image(values: Mapping[str, str], key: str, what: str) -> str:
     return image
 
 
-def _choice(values: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> str:
+_Choice = TypeVar("_Choice", bound=str)
+
+
+def _choice(values: Mapping[str, str], key: str, allowed: tuple[_Choice, ...]) -> _Choice:
     value = values[key].strip()
-    if value not in allowed:
-        raise AnnotationError(f"{key}: expected one of {', '.join(allowed)}, got {value!r}")
-    return value
+    for choice in allowed:
+        if choice == value:
+            return choice
+    raise AnnotationError(f"{key}: expected one of {', '.join(allowed)}, got {value!r}")
 
 
 def _path(values: Mapping[str, str], key: str) -> str:

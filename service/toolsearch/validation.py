@@ -16,13 +16,18 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import regex
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
+
+if TYPE_CHECKING:
+    # The class of the validators jsonschema creates (a name of its stubs only): keyword functions
+    # receive one, and it has `descend`, which the public `Validator` protocol lacks.
+    from jsonschema.validators import _Validator
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +38,7 @@ PATTERN_SECONDS = 0.05
 """Longest a schema's regular expression may take on one string before it is left unjudged."""
 _MAX_SCHEMA_NODES = 100_000
 _validators: OrderedDict[str, Validator | None] = OrderedDict()
-_bounded_classes: dict[type, type] = {}
+_bounded_classes: dict[type[Validator], type[Validator]] = {}
 
 
 def _search(pattern: str, text: str) -> bool | None:
@@ -50,7 +55,7 @@ def _pattern(validator: Validator, pattern: str, instance: Any, schema: Mapping[
 
 
 def _pattern_properties(
-    validator: Validator, patterns: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
+    validator: _Validator, patterns: Mapping[str, Any], instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
@@ -61,7 +66,7 @@ def _pattern_properties(
 
 
 def _additional_properties(
-    validator: Validator, additional: Any, instance: Any, schema: Mapping[str, Any]
+    validator: _Validator, additional: Any, instance: Any, schema: Mapping[str, Any]
 ) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
@@ -83,7 +88,7 @@ def _additional_properties(
         yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")
 
 
-def _bounded(cls: type) -> type:
+def _bounded(cls: type[Validator]) -> type[Validator]:
     """`cls` with the regular-expression keywords time-limited."""
     bounded = _bounded_classes.get(cls)
     if bounded is None:
@@ -116,7 +121,7 @@ def _keywords(schema: Any) -> set[str]:
 def _compile(schema: Mapping[str, Any]) -> Validator | None:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(dict(schema))  # jsonschema counts only dicts as JSON objects
     except (SchemaError, RecursionError):
         logger.warning("an upstream tool has an invalid inputSchema; its arguments go unchecked")
         return None

@@ -108,7 +108,8 @@ def _saturate(frequency: scipy.sparse.csc_array) -> scipy.sparse.csc_array:
 
 def _length_normaliser(lengths: np.ndarray, b: np.ndarray) -> np.ndarray:
     mean = lengths.mean(axis=0) if len(lengths) else np.ones(lengths.shape[1:])
-    return 1.0 - b + b * lengths / np.maximum(mean, 1e-9)
+    normaliser: np.ndarray = 1.0 - b + b * lengths / np.maximum(mean, 1e-9)
+    return normaliser
 
 
 class LexicalIndex:
@@ -268,7 +269,8 @@ class LexicalIndex:
         """BM25F score of every tool for `query`, with its server's share, without name matches: 0
         where no query term is in the tool's text or its server's."""
         own, server_share = self.bm25_parts(query)
-        return own + server_share
+        scores: np.ndarray = own + server_share
+        return scores
 
     def bm25_parts(self, query: str) -> tuple[np.ndarray, np.ndarray]:
         """`bm25_scores` in its two parts: every tool's own BM25F, and its share of its server's."""

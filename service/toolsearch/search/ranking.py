@@ -106,7 +106,7 @@ class ServerGroups:
 
 def standardised(scores: np.ndarray) -> np.ndarray:
     """Scores as z-scores over the catalog (what the fusion adds, and what features compare)."""
-    return (scores - scores.mean()) / max(float(scores.std()), 1e-9)
+    return (scores - float(scores.mean())) / max(float(scores.std()), 1e-9)
 
 
 def relative(scores: np.ndarray) -> np.ndarray:
@@ -173,7 +173,7 @@ def feature_rows(
 
 def adapt(vector: np.ndarray, adapter: np.ndarray) -> np.ndarray:
     """The query vector moved by its model's adapter (`q + q @ W`), renormalised."""
-    moved = vector + vector @ adapter
+    moved: np.ndarray = vector + vector @ adapter
     return moved / max(float(np.linalg.norm(moved)), 1e-9)
 
 
@@ -212,7 +212,8 @@ class Ranker:
         self, signals: Signals, positions: np.ndarray, groups: ServerGroups, one_word_names: np.ndarray
     ) -> np.ndarray:
         """What each feature adds to the score of each tool at `positions` (rows), for explaining."""
-        return feature_rows(signals, positions, groups, one_word_names) * self.weights
+        contributions: np.ndarray = feature_rows(signals, positions, groups, one_word_names) * self.weights
+        return contributions
 
     def save(self, directory: Path) -> None:
         """Write `ranker.json` and the adapter files into `directory` (created if missing)."""

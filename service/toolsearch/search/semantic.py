@@ -173,14 +173,16 @@ class SemanticIndex:
 
     def similarities(self, query_vector: np.ndarray) -> np.ndarray:
         """Cosine similarity of every tool's passage to the (normalised) query vector."""
-        return self.vectors @ query_vector
+        similarities: np.ndarray = self.vectors @ query_vector
+        return similarities
 
     def blended_similarities(self, query_vector: np.ndarray, cosines: np.ndarray) -> np.ndarray:
         """Every tool's similarity to the query vector by both its passages (`cosines` are those of
         `similarities`)."""
-        return (1.0 - DESCRIPTION_SHARE) * cosines + DESCRIPTION_SHARE * (
+        blended: np.ndarray = (1.0 - DESCRIPTION_SHARE) * cosines + DESCRIPTION_SHARE * (
             self.description_vectors @ query_vector
         )
+        return blended
 
     def blended_vectors(self) -> np.ndarray:
         """One row per tool whose product with a query vector is `blended_similarities`."""

@@ -133,7 +133,8 @@ def _stem(language: _Language, words: list[str]) -> list[str]:
     stemmer = stemmers.get(language.code)
     if stemmer is None:
         stemmer = stemmers[language.code] = Stemmer.Stemmer(language.stemmer)
-    return stemmer.stemWords(words)
+    stems: list[str] = stemmer.stemWords(words)
+    return stems
 
 
 def _guess_language(words: list[str], folded: list[str]) -> _Language:
