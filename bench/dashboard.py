@@ -38,10 +38,17 @@ import matplotlib.pyplot as plt
 
 from bench.clients import tools_call_request
 from bench.processes import REPO_DIR
-from toolsearch.demo.redis_server import RedisServer
-from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process, serve_proxy_process
-from toolsearch.demo.upstream import DemoUpstream, recorded_tools
-from toolsearch.stats import fetch_report, format_report
+from toolsearch.commands.stats import fetch_report, format_report
+from toolsearch.testing import (
+    DemoUpstream,
+    RedisServer,
+    base_url,
+    free_port,
+    recorded_tools,
+    serve_app,
+    serve_process,
+    serve_proxy_process,
+)
 
 DASHBOARD = REPO_DIR / "charts" / "toolsearch" / "dashboards" / "toolsearch.json"
 QUERIES = REPO_DIR / "bench" / "data" / "queries-dev.jsonl"

@@ -26,9 +26,14 @@ from typing import Any
 import httpx
 import orjson
 
-from toolsearch.demo.redis_server import RedisServer
-from toolsearch.demo.serving import ServedProcess, serve_app, serve_proxy_process
-from toolsearch.demo.upstream import DemoUpstream, recorded_tools
+from toolsearch.testing import (
+    DemoUpstream,
+    RedisServer,
+    ServedProcess,
+    recorded_tools,
+    serve_app,
+    serve_proxy_process,
+)
 
 RESULTS = Path(__file__).parent / "results"
 SERVICE_DIR = Path(__file__).resolve().parents[1] / "service"

@@ -12,7 +12,7 @@ import venv
 from functools import cache
 
 from bench.processes import BENCH_DIR, Server
-from toolsearch.demo.serving import free_port
+from toolsearch.testing import free_port
 
 PEER_VENV = BENCH_DIR / ".venv-peer"
 PEER_REQUIREMENTS = ("fastmcp>=4,<5", "uvloop", "httptools", "orjson")

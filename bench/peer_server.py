@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
 # Only the catalog reader and the canned results, which need orjson and jsonschema alone.
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.demo.canned import canned_result
+from toolsearch.testing import canned_result
 
 
 class RecordedTool(Tool):

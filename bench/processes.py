@@ -21,8 +21,15 @@ from typing import IO
 import httpx
 
 from bench.upstream_server import READY_PATH
-from toolsearch.demo.balancer import nginx_binary, nginx_command, write_round_robin_config
-from toolsearch.demo.serving import base_url, free_port, proxy_command, stop_process
+from toolsearch.testing import (
+    base_url,
+    free_port,
+    nginx_binary,
+    nginx_command,
+    proxy_command,
+    stop_process,
+    write_round_robin_config,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent

@@ -37,7 +37,7 @@ RATE_HZ = 250
 TOP = 12
 _IDLE = {"_worker (concurrent/futures/thread.py)"}
 """A thread-pool worker with nothing deeper is waiting for work (py-spy counts its lock wait as busy)."""
-_ROOTS = ("(toolsearch/cli.py)", "(toolsearch/__main__.py)")
+_ROOTS = ("(toolsearch/cli.py)", "(toolsearch/commands/serve.py)", "(toolsearch/__main__.py)")
 """The process's own frames, under every sample."""
 WORKLOADS = {"warm search": "search", "proxied tools/call": "read call"}
 LAYERS = (

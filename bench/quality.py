@@ -28,7 +28,7 @@ from bench.peer import peer_server, peer_version
 from bench.processes import Server, running, toolsearch_server, upstream_server
 from bench.report import Floor, Section, Table
 from bench.stats import dev_queries, latency, quality
-from toolsearch.demo.upstream import recorded_tools
+from toolsearch.testing import recorded_tools
 
 LIMIT = 10
 TOKEN = "bench-quality"

@@ -27,7 +27,7 @@ from bench.peer import peer_server
 from bench.processes import running, toolsearch_server, upstream_server
 from bench.report import Floor, Section, Table
 from bench.stats import dev_queries
-from toolsearch.demo.upstream import recorded_tools
+from toolsearch.testing import recorded_tools
 
 SIZES = (100, 500, 1500, 5000)
 SEARCH_CATALOG = 1500

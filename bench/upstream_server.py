@@ -16,7 +16,7 @@ from functools import partial
 
 import uvicorn
 
-from toolsearch.demo.upstream import DemoUpstream, recorded_tools
+from toolsearch.testing import DemoUpstream, recorded_tools
 
 READY_PATH = "/.well-known/oauth-protected-resource"
 """A path the demo upstream answers with 200 once it serves (it has no health endpoint)."""

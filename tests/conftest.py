@@ -14,9 +14,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from toolsearch.app import create_app
-from toolsearch.demo.serving import serve_app
-from toolsearch.demo.upstream import DemoUpstream, bearer_visibility, recorded_tools
 from toolsearch.settings import Settings
+from toolsearch.testing import DemoUpstream, bearer_visibility, recorded_tools, serve_app
 
 X_SERVERS = ("github", "slack", "notion", "google-calendar", "filesystem", "time", "yfinance", "stripe025")
 Y_SERVERS = ("gitlab", "linear-mcp", "sentry", "hubspot", "kubernetes-go", "time")

@@ -10,7 +10,7 @@ import httpx
 
 from tests.conftest import TOKEN_X, call_json, connect, running_proxy, running_upstream
 from tests.support.upstream import SlowApp
-from toolsearch.demo.serving import serve_app
+from toolsearch.testing import serve_app
 
 SEARCH = {
     "jsonrpc": "2.0",
@@ -27,7 +27,7 @@ async def _wait_for(condition: Any, seconds: float = 10.0) -> None:
 
 
 async def test_concurrent_first_requests_of_a_caller_list_the_upstream_once(catalog_tools) -> None:
-    from toolsearch.demo.upstream import DemoUpstream
+    from toolsearch.testing import DemoUpstream
 
     upstream = DemoUpstream(catalog_tools)
     with serve_app(SlowApp(upstream.app(), 0.3)) as base, running_proxy(f"{base}/mcp") as proxy:

@@ -12,7 +12,8 @@ from typing import Literal
 
 import pytest
 
-from toolsearch.cli import build_parser, main, settings_from_args
+from toolsearch.cli import build_parser, main
+from toolsearch.commands.serve import settings_from_args
 from toolsearch.settings import Settings
 
 CONFIGURATION = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"

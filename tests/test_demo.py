@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from toolsearch.demo.canned import CANNED_LABEL
-from toolsearch.demo.run import DEMO_QUERY, add_demo_command
+from toolsearch.commands.demo import DEMO_QUERY, add_demo_command
+from toolsearch.testing import CANNED_LABEL
 
 
 def test_demo_once_searches_calls_a_read_only_tool_and_exits(capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ from mcp.server.auth.settings import ClientRegistrationOptions
 
 from tests.conftest import running_proxy
 from tests.support.node import NODE, NODE_DIR, requires_node
-from toolsearch.demo.serving import free_port, serve_app
+from toolsearch.testing import free_port, serve_app
 
 pytestmark = requires_node
 

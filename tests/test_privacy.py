@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tests.conftest import call_json, call_text, connect, running_upstream
-from toolsearch.demo.serving import serve_proxy_process
+from toolsearch.testing import serve_proxy_process
 
 SECRET_TOKEN = "tok-SECRET-7f3a9"
 SECRET_QUERY = "QUERY-SECRET-moonbase timezone"

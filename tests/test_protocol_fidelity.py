@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from tests.conftest import TOKEN_X, connect, running_proxy, running_upstream
 from tests.support.node import everything_server, requires_node
 from tests.support.upstream import modern_request, recorded_tools, response_message
-from toolsearch.demo.serving import free_port
+from toolsearch.testing import free_port
 
 AUTH = {"Authorization": f"Bearer {TOKEN_X}"}
 TIME_ARGS = {"timezone": "Europe/Vilnius"}

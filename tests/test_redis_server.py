@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from toolsearch.demo.redis_server import RedisServer, redis_server_binary
+from toolsearch.testing import RedisServer, redis_server_binary
 
 pytestmark = pytest.mark.skipif(redis_server_binary() is None, reason="redis-server is not installed")
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from tests.conftest import TOKEN_X, call_json, call_text, connect, running_proxy
+from toolsearch.commands.stats import fetch_report, format_report
 from toolsearch.outcomes import MemoryOutcomes, SearchOutcomes, merge_counts, report
-from toolsearch.stats import fetch_report, format_report
 from toolsearch.telemetry import Telemetry
 from toolsearch.upstream import CallerHeaders
 

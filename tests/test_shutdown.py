@@ -16,15 +16,15 @@ import httpx
 import pytest
 
 from tests.conftest import call_text, connect, running_upstream
-from toolsearch.demo.serving import (
+from toolsearch.testing import (
     ServedProcess,
     base_url,
     free_port,
     proxy_command,
+    recorded_tools,
     serve_process,
     serve_proxy_process,
 )
-from toolsearch.demo.upstream import recorded_tools
 
 
 async def test_sigterm_lets_the_in_flight_call_finish_then_exits(catalog_tools) -> None:

@@ -30,8 +30,7 @@ from tests.support.upstream import (
     response_message,
     serve_upstream,
 )
-from toolsearch.demo.canned import CANNED_LABEL
-from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process
+from toolsearch.testing import CANNED_LABEL, base_url, free_port, serve_app, serve_process
 
 TOOLS = recorded_tools(["github", "slack", "time", "yfinance", "notion"])
 X_TOOLS = {tool["name"] for tool in TOOLS if tool["name"].startswith(("github_", "time_"))}

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "service"), str(ROOT)]
 
 from tests.support.node import NODE, NODE_MODULES, everything_server  # noqa: E402
-from toolsearch.demo.serving import serve_proxy_process  # noqa: E402
+from toolsearch.testing import serve_proxy_process  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SUITES = (

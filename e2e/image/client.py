@@ -11,7 +11,7 @@ import sys
 
 from mcp import Client
 
-from toolsearch.demo.canned import example_arguments
+from toolsearch.testing import example_arguments
 
 
 async def main(url: str, query: str) -> None:

@@ -32,10 +32,21 @@ from mcp.client.streamable_http import streamable_http_client
 SERVICE_DIR = Path(__file__).resolve().parents[2] / "service"
 sys.path.insert(0, str(SERVICE_DIR))
 
-from toolsearch.demo.balancer import nginx_binary, nginx_command, write_round_robin_config  # noqa: E402
-from toolsearch.demo.redis_server import RedisServer  # noqa: E402
-from toolsearch.demo.serving import base_url, free_port, serve_app, serve_process, serve_proxy_process  # noqa: E402
-from toolsearch.demo.upstream import DEMO_SERVERS, DemoUpstream, bearer_visibility, recorded_tools  # noqa: E402
+from toolsearch.testing import (  # noqa: E402
+    DEMO_SERVERS,
+    DemoUpstream,
+    RedisServer,
+    base_url,
+    bearer_visibility,
+    free_port,
+    nginx_binary,
+    nginx_command,
+    recorded_tools,
+    serve_app,
+    serve_process,
+    serve_proxy_process,
+    write_round_robin_config,
+)
 
 QUERIES = (
     "create an issue",

@@ -48,17 +48,20 @@ SERVICE_DIR = ROOT / "service"
 sys.path[:0] = [str(SERVICE_DIR), str(ROOT)]
 
 from bench.memory import ReplayedUpstream, rss_bytes  # noqa: E402
-from toolsearch.demo.balancer import nginx_binary, nginx_command, write_round_robin_config  # noqa: E402
-from toolsearch.demo.redis_server import RedisClusterServer  # noqa: E402
-from toolsearch.demo.serving import (  # noqa: E402
+from toolsearch.testing import (  # noqa: E402
+    DemoUpstream,
+    RedisClusterServer,
     ServedProcess,
     base_url,
     free_port,
+    nginx_binary,
+    nginx_command,
     proxy_command,
+    recorded_tools,
     serve_app,
     serve_process,
+    write_round_robin_config,
 )
-from toolsearch.demo.upstream import DemoUpstream, recorded_tools  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TOOLS = 1500

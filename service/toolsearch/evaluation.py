@@ -1,4 +1,4 @@
-"""Search quality, measured: `toolsearch eval` ranks a query set over a catalog file and scores it.
+"""Search quality, measured: a query set ranked over a catalog, scored (what `toolsearch eval` prints).
 
 Queries are JSON lines `{"id", "query", "lang", "gold": [qualified tool names], "kind"}`; `gold`
 lists every tool that would serve the request and is empty for a request no tool serves. A
@@ -11,9 +11,7 @@ still shown).
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -167,74 +165,3 @@ def format_report(report: dict[str, Any], title: str = "") -> str:
     latency = report["latency_ms"]
     lines.append(f"search latency: p50 {latency['p50']:.1f} ms, p99 {latency['p99']:.1f} ms")
     return "\n".join(lines)
-
-
-def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register `eval`; the parsed arguments' `handler(args) -> int` runs it (exit status)."""
-    parser = subparsers.add_parser(
-        "eval",
-        help="measure search quality on a query set",
-        description="Rank every query of a query set over a catalog file and print recall@1/5/10 and "
-        "MRR@10 (overall and per language), abstention, and search latency.",
-    )
-    parser.add_argument(
-        "--catalog", type=Path, default=None, help="catalog file (default: the recorded catalog)"
-    )
-    parser.add_argument(
-        "--queries",
-        type=Path,
-        required=True,
-        help='JSON lines {"query", "lang", "gold": [qualified tool names]}; gold [] for unservable requests',
-    )
-    parser.add_argument(
-        "--model-dir",
-        type=Path,
-        action="append",
-        default=[],
-        help="a profile directory, or an embedding model directory repeated to add companion models "
-        "(as `serve --model-dir`)",
-    )
-    parser.add_argument(
-        "--mode",
-        choices=("bm25", "dense", "hybrid"),
-        default=None,
-        help="ranking to measure (default: hybrid with --model-dir, else bm25)",
-    )
-    parser.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads (default: 2)")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the report here")
-    parser.set_defaults(handler=_run_eval_command)
-    return parser
-
-
-def _run_eval_command(args: argparse.Namespace) -> int:
-    from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
-    from toolsearch.embedding import ModelError
-    from toolsearch.embedding.profile import Profile, load_profile
-    from toolsearch.search.hybrid import profile_index
-
-    mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
-    if mode != "bm25" and not args.model_dir:
-        print(f"toolsearch eval: error: --mode {mode} needs --model-dir", file=sys.stderr)
-        return 2
-    try:
-        queries = load_queries(args.queries)
-        tools = load_catalog_tools(args.catalog or recorded_catalog_path())
-        profile = load_profile(args.model_dir, threads=args.threads) if mode != "bm25" else Profile((), None)
-    except (QueryFileError, CatalogFileError, ModelError) as error:
-        print(f"toolsearch eval: error: {error}", file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    index = profile_index(tools, profile, mode=mode)
-    built = time.perf_counter() - started
-    outcomes = run_queries(index.search, [tool.name for tool in tools], queries)
-    report = summarize(outcomes)
-    report["index_seconds"] = built
-    model = "".join(f", {model.name}" for model in profile.models) + (", learned" if profile.ranker else "")
-    print(format_report(report, f"{mode}{model}: {len(queries)} queries over {len(tools)} tools"))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(
-            json.dumps({"mode": mode, **report, "queries": outcome_rows(outcomes)}, indent=2) + "\n",
-            encoding="utf-8",
-        )
-    return 0

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from toolsearch.commands.model import add_model_commands
 from toolsearch.embedding import load_model
-from toolsearch.embedding.commands import add_model_commands
 from toolsearch.embedding.fetch import KNOWN_MODELS, KnownModel
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE
 from toolsearch.embedding.profile import load_profile

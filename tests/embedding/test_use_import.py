@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from toolsearch.commands.model import add_model_commands
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding import use_import as use_import_module
-from toolsearch.embedding.commands import add_model_commands
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE
 from toolsearch.embedding.unigram import SentencePieceError, read_sentencepiece_model
 from toolsearch.embedding.use_import import LANGUAGES, bundled_resources, import_use_multilingual

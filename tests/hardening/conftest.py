@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 from tests.conftest import running_proxy
-from toolsearch.demo.serving import serve_app
-from toolsearch.demo.upstream import recorded_tools
+from toolsearch.testing import recorded_tools, serve_app
 
 from .fuzzing import FUZZ_SERVERS
 from .upstreams import ScriptedUpstream

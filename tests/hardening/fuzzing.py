@@ -17,7 +17,6 @@ import httpx
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from toolsearch.demo.upstream import recorded_tools
 from toolsearch.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -31,6 +30,7 @@ from toolsearch.protocol import (
     PROTOCOL_VERSION_META,
     SUPPORTED_VERSIONS,
 )
+from toolsearch.testing import recorded_tools
 
 from .rpc import LEAK_MARKERS
 

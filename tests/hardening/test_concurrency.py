@@ -13,8 +13,17 @@ from typing import Any
 import aiohttp
 import orjson
 
-from toolsearch.demo.serving import ServedProcess, base_url, free_port, serve_app, serve_process
-from toolsearch.demo.upstream import DEMO_SERVERS, DemoUpstream, bearer_visibility, recorded_tools
+from toolsearch.testing import (
+    DEMO_SERVERS,
+    DemoUpstream,
+    ServedProcess,
+    base_url,
+    bearer_visibility,
+    free_port,
+    recorded_tools,
+    serve_app,
+    serve_process,
+)
 from toolsearch.validation import argument_problems
 
 from .rpc import LEAK_MARKERS, request

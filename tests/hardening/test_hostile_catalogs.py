@@ -14,8 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import running_proxy
-from toolsearch.demo.serving import serve_app
-from toolsearch.demo.upstream import recorded_tools
+from toolsearch.testing import recorded_tools, serve_app
 from toolsearch.untrusted import abridged, unservable
 
 from .rpc import call_error, call_json, call_tool, post, request, text_of

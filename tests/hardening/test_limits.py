@@ -16,9 +16,9 @@ import pytest
 from pydantic import ValidationError
 
 from tests.conftest import running_proxy
-from toolsearch.demo.serving import serve_app
 from toolsearch.metatools import MAX_QUERY_CHARS
 from toolsearch.settings import Settings
+from toolsearch.testing import serve_app
 
 from .rpc import call_error, call_json, call_tool, request
 from .upstreams import ScriptedUpstream, tool

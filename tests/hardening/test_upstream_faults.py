@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import running_proxy, running_upstream
-from toolsearch.demo.serving import free_port, serve_app
+from toolsearch.testing import free_port, serve_app
 
 from .rpc import LEAK_MARKERS, call_error, call_json, call_tool, post, request
 from .upstreams import (

@@ -23,8 +23,7 @@ from test_chart import NAMESPACE, VALUE_SETS, one, render
 
 from tests.conftest import call_json, call_text, connect, running_proxy, running_upstream
 from tests.embedding.tiny_models import write_model
-from toolsearch.demo.serving import free_port
-from toolsearch.demo.upstream import recorded_tools
+from toolsearch.testing import free_port, recorded_tools
 
 MONITORING = VALUE_SETS["standalone with monitoring: dashboard, service monitor and alerts"]
 DASHBOARD = json.loads((CHART / "dashboards" / "toolsearch.json").read_text())

@@ -29,14 +29,17 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 import toolsearch
-from toolsearch.demo.redis_server import (
+from toolsearch.testing import (
+    DemoUpstream,
     RedisClusterServer,
     RedisServer,
+    ServedProcess,
+    recorded_tools,
     redis_cli_binary,
     redis_server_binary,
+    serve_app,
+    serve_proxy_process,
 )
-from toolsearch.demo.serving import ServedProcess, serve_app, serve_proxy_process
-from toolsearch.demo.upstream import DemoUpstream, recorded_tools
 
 SERVICE_DIR = str(Path(toolsearch.__file__).resolve().parents[1])
 X_SERVERS = ("github", "slack", "time")

@@ -22,10 +22,9 @@ from tests.replicas.conftest import (
     store_health,
     wait_until,
 )
-from toolsearch.demo.redis_server import RedisClusterServer
-from toolsearch.demo.upstream import recorded_tools
 from toolsearch.redis_store import RedisCatalogStore, connect
 from toolsearch.store import CatalogRecord, StoreUnavailable
+from toolsearch.testing import RedisClusterServer, recorded_tools
 from toolsearch.tool import ToolInterner
 
 INTERNER = ToolInterner()

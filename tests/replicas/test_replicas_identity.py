@@ -14,8 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from tests.replicas.conftest import AUDIENCE, Issuer
-from toolsearch.demo.serving import free_port
 from toolsearch.identity import JwtIdentifier, TokenIdentifier, caller_key
+from toolsearch.testing import free_port
 
 
 @pytest.fixture

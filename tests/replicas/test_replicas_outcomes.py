@@ -9,7 +9,7 @@ import httpx
 
 from tests.conftest import call_text, connect
 from tests.replicas.conftest import TOKEN_X, call_json, found_names, running_replicas, search
-from toolsearch.stats import fetch_report
+from toolsearch.commands.stats import fetch_report
 
 SECRET_QUERY = "QUERY-SECRET-walrus create an issue"
 WINDOW = 2.0

@@ -21,8 +21,7 @@ from tests.replicas.conftest import (
     wait_until,
 )
 from tests.support.upstream import SlowApp
-from toolsearch.demo.serving import serve_app
-from toolsearch.demo.upstream import DemoUpstream, recorded_tools
+from toolsearch.testing import DemoUpstream, recorded_tools, serve_app
 
 
 async def test_a_catalog_listed_through_one_replica_is_served_by_the_others(redis_server, upstream) -> None:

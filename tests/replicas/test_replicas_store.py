@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 
 from tests.replicas.conftest import requires_redis
-from toolsearch.demo.redis_server import RedisServer
-from toolsearch.demo.serving import free_port
-from toolsearch.demo.upstream import recorded_tools
 from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
 from toolsearch.store import CatalogRecord, MemoryCatalogStore, StoreUnavailable
+from toolsearch.testing import RedisServer, free_port, recorded_tools
 from toolsearch.tool import ToolInterner
 
 INTERNER = ToolInterner()

@@ -10,7 +10,7 @@ import httpx
 
 from tests.embedding.tiny_models import write_model
 from tests.replicas.conftest import TOKEN_X, requires_redis, running_replicas, search
-from toolsearch.demo.redis_server import RedisServer
+from toolsearch.testing import RedisServer
 
 pytestmark = requires_redis
 

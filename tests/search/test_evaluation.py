@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.embedding.tiny_models import write_model
+from toolsearch.commands.eval import add_eval_command
 from toolsearch.evaluation import (
     Query,
     QueryFileError,
-    add_eval_command,
     load_queries,
     outcome_rows,
     run_queries,

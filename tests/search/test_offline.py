@@ -10,7 +10,7 @@ import pytest
 
 from tests.embedding.tiny_models import write_model
 from tests.search.test_hybrid import _tokenizer
-from toolsearch.offline import add_search_command, search_catalog_file
+from toolsearch.commands.search import add_search_command, search_catalog_file
 
 CATALOG = {
     "servers": [

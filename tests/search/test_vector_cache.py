@@ -14,10 +14,10 @@ import pytest
 
 from tests.conftest import call_json, connect, running_upstream
 from tests.embedding.tiny_models import token_states_graph, token_table, word_tokenizer, write_model
-from toolsearch.demo.serving import serve_proxy_process
 from toolsearch.embedding import load_model
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import DiskVectorCache, LayeredVectorCache, MemoryVectorCache
+from toolsearch.testing import serve_proxy_process
 from toolsearch.tool import Tool
 
 MODEL = "0123abcd.p1"

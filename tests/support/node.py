@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from toolsearch.demo.serving import free_port, stop_process
+from toolsearch.testing import free_port, stop_process
 
 NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 NODE_MODULES = NODE_DIR / "node_modules"

@@ -35,14 +35,14 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 
-from toolsearch.demo.serving import serve_app
-from toolsearch.demo.upstream import (
+from toolsearch.testing import (
     DEMO_SERVERS,
     DemoUpstream,
     RecordedCall,
     RecordedRequest,
     bearer_visibility,
     recorded_tools,
+    serve_app,
 )
 
 __all__ = [

@@ -20,10 +20,8 @@ import orjson
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from toolsearch.demo.canned import example_arguments
-from toolsearch.demo.serving import serve_app
-from toolsearch.demo.upstream import DEMO_SERVERS, DemoUpstream, recorded_tools
 from toolsearch.settings import Settings
+from toolsearch.testing import DEMO_SERVERS, DemoUpstream, example_arguments, recorded_tools, serve_app
 
 DEMO_QUERY = "latest stock price and analyst price targets for Apple"
 _ARGUMENT_HINTS = {"symbol": "AAPL", "ticker": "AAPL", "query": "Apple"}

@@ -47,7 +47,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolsearch import __version__
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.demo.canned import canned_result
+from toolsearch.testing.canned import canned_result
 
 Visibility = Callable[[str | None], Collection[str] | None]
 """Caller's `Authorization` header value (or None) -> names of the tools it sees; None refuses it."""
@@ -133,7 +133,7 @@ def bearer_visibility(
 class DemoUpstream:
     """An MCP server over streamable HTTP serving `tools` (definitions as recorded); see the module doc.
 
-    `app()` builds a fresh ASGI app (serve it with `toolsearch.demo.serving.serve_app`); the records
+    `app()` builds a fresh ASGI app (serve it with `toolsearch.testing.serve_app`); the records
     (`requests`, `list_calls`, `calls`) accumulate across apps until `reset_records()`.
     """
 

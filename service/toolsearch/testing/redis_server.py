@@ -21,7 +21,7 @@ from types import TracebackType
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from toolsearch.demo.serving import free_port, stop_process
+from toolsearch.testing.serving import free_port, stop_process
 
 _STOP_SECONDS = 10.0
 """How long a stopped server may take to exit before it is killed."""

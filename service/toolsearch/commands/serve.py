@@ -1,0 +1,96 @@
+"""`toolsearch serve`: the proxy, over streamable HTTP or stdio.
+
+Its flags are generated from `Settings`, so each flag, its `TOOLSEARCH_*` variable, its default and
+its help text cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import typing
+from typing import Any
+
+from toolsearch.settings import Settings
+
+
+def flag(name: str) -> str:
+    """The flag of a `Settings` field: `model_dir` -> `--model-dir`."""
+    return "--" + name.replace("_", "-")
+
+
+def add_settings_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per `Settings` field; unset flags fall back to the environment, then the default."""
+    for name, info in Settings.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        shown = ",".join(default) if isinstance(default, list) else default
+        help_text = f"{info.description} [env TOOLSEARCH_{name.upper()}; default: {shown!r}]"
+        annotation = info.annotation
+        kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS, "help": help_text}
+        if typing.get_origin(annotation) is typing.Literal:
+            kwargs["choices"] = typing.get_args(annotation)  # --help shows them: {text,json}
+        elif annotation is bool:
+            kwargs["metavar"] = "{true,false}"
+        elif typing.get_origin(annotation) is list or isinstance(default, list):
+            kwargs.update(action="append", metavar="PATTERN")
+        else:
+            kwargs["metavar"] = name.upper()
+        parser.add_argument(flag(name), **kwargs)
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    given = {name: getattr(args, name) for name in Settings.model_fields if hasattr(args, name)}
+    for name, value in given.items():
+        if isinstance(value, list):  # repeated flags and comma-separated values both work
+            given[name] = [part.strip() for item in value for part in item.split(",") if part.strip()]
+    return Settings(**given)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    from toolsearch.logs import configure_logging
+
+    configure_logging(settings.log_format, settings.log_level)
+    if settings.transport == "stdio":
+        from toolsearch.proxy import Proxy
+        from toolsearch.stdio import serve_stdio
+
+        proxy = Proxy.from_settings(settings)
+        asyncio.run(serve_stdio(proxy))
+    else:
+        import uvicorn
+
+        from toolsearch.app import create_app
+
+        app = create_app(settings)
+        proxy = app.state.proxy
+        uvicorn.run(
+            app,
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            proxy_headers=False,  # X-Forwarded-* count only with --trust-forwarded-headers, in the app
+            timeout_graceful_shutdown=settings.shutdown_grace,
+        )
+    # uvicorn re-raises the SIGTERM it handled, which ends the process before this line, except as
+    # PID 1 (a container without an init), where the kernel ignores it. Finalizing the interpreter
+    # while a model run goes on in the embedding thread aborts the process: leave without it then.
+    if proxy.embedding_running:
+        logging.shutdown()
+        os._exit(0)
+    return 0
+
+
+def add_serve_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register `serve`; the parsed arguments' `handler(args) -> int` runs the proxy (exit status)."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the proxy in front of an upstream MCP server",
+        description="Run the MCP tool-search proxy. Every flag can also be set by its TOOLSEARCH_* variable.",
+    )
+    add_settings_flags(parser)
+    parser.set_defaults(handler=_serve)
+    return parser

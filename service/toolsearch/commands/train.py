@@ -1,0 +1,62 @@
+"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker) and write it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolsearch.embedding.manifest import ModelError, staged_directory
+
+
+def add_train_command(subparsers: argparse._SubParsersAction) -> None:
+    """Register `train` on the CLI's subparsers."""
+    train = subparsers.add_parser(
+        "train",
+        help="train a profile's learned ranking (query adapter and re-ranker)",
+        description="Fit the query adapter and the re-ranker of a profile's models on training requests "
+        "over a catalog file, and write the ranker directory. Deterministic: folds are whole servers.",
+    )
+    train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
+    train.add_argument(
+        "--queries", type=Path, default=None, help="training requests (default: the shipped training set)"
+    )
+    train.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the recorded one)")
+    train.add_argument(
+        "--out", type=Path, default=None, help="ranker directory to write (default: the profile's own)"
+    )
+    train.add_argument(
+        "--cross-validate",
+        action="store_true",
+        help="also report the fusion and the learned ranking on servers held out of training",
+    )
+    train.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads (default: 2)")
+    train.set_defaults(handler=_train)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from toolsearch.embedding import load_model
+    from toolsearch.embedding.profile import profile_paths
+    from toolsearch.evaluation import format_report, summarize
+    from toolsearch.training import cross_validate, train_profile_ranker, training_queries_path
+
+    try:
+        paths = profile_paths(args.model_dir)
+        out = args.out or paths.ranker
+        if out is None:
+            raise ModelError("--out is needed: the model directories named are not a profile")
+        models = [load_model(path, threads=args.threads) for path in paths.models]
+        ranker, index, queries = train_profile_ranker(
+            models, args.queries or training_queries_path(), args.catalog
+        )
+        with staged_directory(out, replace=True) as staging:
+            ranker.save(staging)
+    except (ModelError, OSError, ValueError) as error:
+        print(f"toolsearch train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"a ranker trained on {ranker.training['requests']} requests is in {out}")
+    if args.cross_validate:
+        fused, learned = cross_validate(index, queries)
+        print(format_report(summarize(fused), "fusion, servers held out"))
+        print(format_report(summarize(learned), "learned, servers held out of training"))
+    return 0

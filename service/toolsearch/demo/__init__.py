@@ -1,1 +1,0 @@
-"""`toolsearch demo`: a real upstream MCP server with recorded tools, and the proxy in front of it."""
