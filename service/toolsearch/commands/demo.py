@@ -31,7 +31,9 @@ _DEMO_EMBEDDING_WAIT = 600.0
 """Seconds the demo's first search may wait for the catalog to be embedded (it shows hybrid search)."""
 
 
-def add_demo_command(subparsers: Any) -> argparse.ArgumentParser:
+def add_demo_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register `toolsearch demo` on the CLI's subparsers; its handler is `run_demo(args) -> int`."""
     parser = subparsers.add_parser(
         "demo",

@@ -20,7 +20,9 @@ from toolsearch.evaluation import (
 )
 
 
-def add_eval_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_eval_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register `eval`; the parsed arguments' `handler(args) -> int` runs it (exit status)."""
     parser = subparsers.add_parser(
         "eval",

@@ -13,7 +13,7 @@ from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
 from toolsearch.embedding.manifest import ModelError, ModelManifest, staged_directory
 
 
-def add_model_commands(subparsers: argparse._SubParsersAction) -> None:
+def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `model fetch` and `model import` on the CLI's subparsers."""
     model = subparsers.add_parser(
         "model",

@@ -55,7 +55,9 @@ def _why(parts: dict[str, float]) -> str:
     return ", ".join(f"{name} {value:+.2f}" for name, value in largest[:_EXPLAINED_PARTS])
 
 
-def add_search_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_search_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register `search`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
     parser = subparsers.add_parser(
         "search",

@@ -84,7 +84,9 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_serve_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_serve_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register `serve`; the parsed arguments' `handler(args) -> int` runs the proxy (exit status)."""
     parser = subparsers.add_parser(
         "serve",

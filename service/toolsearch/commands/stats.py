@@ -70,7 +70,9 @@ def format_report(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_stats_command(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_stats_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     """Register `stats`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
     parser = subparsers.add_parser(
         "stats",

@@ -9,7 +9,7 @@ from pathlib import Path
 from toolsearch.embedding.manifest import ModelError, staged_directory
 
 
-def add_train_command(subparsers: argparse._SubParsersAction) -> None:
+def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `train` on the CLI's subparsers."""
     train = subparsers.add_parser(
         "train",
