@@ -23,7 +23,7 @@ from toolsearch.tool import ToolInterner
 from toolsearch.upstream import UpstreamClient
 
 if TYPE_CHECKING:
-    from toolsearch.search.progressive import Embedding
+    from toolsearch.search.progressive import EmbeddingWorker
     from toolsearch.search.vectors import VectorCache
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class Proxy:
     server: McpServer
     telemetry: Telemetry
     outcomes: SearchOutcomes
-    embedding: Embedding | None = None
+    embedding: EmbeddingWorker | None = None
     """The thread that embeds catalogs for hybrid search (None without a model)."""
 
     @classmethod
@@ -152,7 +152,7 @@ def _outcome_memory(store: CatalogStore) -> OutcomeMemory:
 
 def _index_builder(
     settings: Settings, store: CatalogStore, telemetry: Telemetry
-) -> tuple[IndexBuilder, Embedding | None]:
+) -> tuple[IndexBuilder, EmbeddingWorker | None]:
     """Hybrid search with the model of --model-dir, and the thread that embeds catalogs for it;
     without one, lexical search (said once)."""
     if not settings.model_dir:
@@ -161,7 +161,7 @@ def _index_builder(
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.profile import load_profile
     from toolsearch.search.hybrid import index_builder
-    from toolsearch.search.progressive import Embedding
+    from toolsearch.search.progressive import EmbeddingWorker
 
     try:
         profile = load_profile(settings.model_dir, threads=settings.search_threads)
@@ -177,7 +177,7 @@ def _index_builder(
     )
     cache = _vector_cache(settings, store)
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
-    embedding = Embedding(
+    embedding = EmbeddingWorker(
         (embedder, *companions), on_done=telemetry.observe_embedding(lambda: embedding.pending)
     )
     builder = index_builder(

@@ -24,7 +24,7 @@ from toolsearch.search.hybrid import (
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.progressive import Embedding, ProgressiveIndex
+from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
@@ -293,7 +293,7 @@ def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
 
 def test_the_embedding_thread_reports_each_catalog_it_embeds(tools: list[Tool], embedder: Embedder) -> None:
     done: list[tuple[float, bool]] = []
-    embedding = Embedding(on_done=lambda seconds, succeeded: done.append((seconds, succeeded)))
+    embedding = EmbeddingWorker(on_done=lambda seconds, succeeded: done.append((seconds, succeeded)))
     index = index_builder(embedder, embedding=embedding, wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert [succeeded for _, succeeded in done] == [True]
@@ -314,7 +314,7 @@ def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_passages", held)
-    embedding = Embedding([embedder])
+    embedding = EmbeddingWorker([embedder])
     index = index_builder(embedder, embedding=embedding, wait_seconds=0)(tools)
     assert started.wait(30)
     threading.Timer(0.1, release.set).start()  # the model run under way ends after `close` began
@@ -328,7 +328,7 @@ def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical
 
 
 def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedder: Embedder) -> None:
-    embedding = Embedding()
+    embedding = EmbeddingWorker()
     assert embedding.close(timeout=1)
     index = index_builder(embedder, embedding=embedding, wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)

@@ -433,7 +433,7 @@ def index_builder(
     companions: Sequence[Embedder] = (),
     *,
     wait_seconds: float = EMBEDDING_WAIT_SECONDS,
-    embedding: Embedding | None = None,
+    embedding: EmbeddingWorker | None = None,
     ranker: Ranker | None = None,
 ) -> Callable[[Sequence[Tool]], SearchIndex]:
     """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
@@ -447,7 +447,7 @@ def index_builder(
     shared_cache = cache if cache is not None else MemoryVectorCache()
     shared_queries = QueryVectors(embedder)
     companion_queries = [QueryVectors(companion) for companion in companions]
-    background = embedding or Embedding()
+    background = embedding or EmbeddingWorker()
 
     def build(tools: Sequence[Tool]) -> SearchIndex:
         lexical = LexicalIndex.build(tools)

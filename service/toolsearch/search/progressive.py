@@ -3,7 +3,7 @@
 Embedding a catalog no process has seen takes minutes on a few cores (5,000 tools, two models:
 about four and a half minutes on two). A caller should not wait for that: a new catalog's index
 is its BM25F index until its vectors are ready, and then, in place, its hybrid index. Catalogs are
-embedded one at a time by one background thread (`Embedding`), so searches of every other
+embedded one at a time by one background thread (`EmbeddingWorker`), so searches of every other
 catalog keep their cores. The index builder waits a moment for the hybrid index
 (`--embedding-wait`): a catalog of known tools, whose vectors are cached, is ready within it and
 never shows lexical results.
@@ -55,7 +55,7 @@ EmbeddingDone = Callable[[float, bool], None]
 """Told each finished embedding's seconds and whether it succeeded (telemetry)."""
 
 
-class Embedding:
+class EmbeddingWorker:
     """One daemon thread that upgrades indexes in order, running `models`, until `close`."""
 
     def __init__(self, models: Sequence[Embedder] = (), on_done: EmbeddingDone | None = None) -> None:
