@@ -41,8 +41,8 @@ from bench.report import RESULTS_DIR, Floor, Section, Table
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.evaluation import Query, load_queries
 from toolsearch.integrity import suspicious_reasons
+from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchIndex
-from toolsearch.search.documents import split_qualified_name
 from toolsearch.search.stopwords import ENGLISH
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner

@@ -27,8 +27,8 @@ from typing import Any, Final
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.identity import caller_key as caller_key
 from toolsearch.integrity import ToolGuard, suspicious_reasons
+from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, SearchIndex
-from toolsearch.search.documents import split_qualified_name
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner

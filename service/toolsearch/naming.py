@@ -1,4 +1,5 @@
-"""Finding the tool a caller meant when the name it gave is not quite right."""
+"""Tool names: how a qualified name splits into server and tool, and finding the tool a caller
+meant when the name it gave is not quite right."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from toolsearch.untrusted import MAX_NAME_CHARS
 _SIMILAR_CUTOFF = 60.0
 _TYPO_CUTOFF = 85.0
 _TYPO_MARGIN = 5.0
+
+
+def split_qualified_name(name: str) -> tuple[str, str]:
+    """`github_create_issue` -> (`github`, `create_issue`): agentgateway joins server and tool
+    with the first `_`. A name without `_` has no server part."""
+    server, separator, tool_name = name.partition("_")
+    if not separator or not server or not tool_name:
+        return "", name
+    return server, tool_name
 
 
 def similar_names(name: str, names: Sequence[str], limit: int = 3) -> list[str]:

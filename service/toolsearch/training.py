@@ -37,7 +37,7 @@ from toolsearch.embedding import Embedder
 from toolsearch.embedding.manifest import sha256_file
 from toolsearch.embedding.profile import Profile
 from toolsearch.evaluation import DEPTH, Outcome, Query, load_queries
-from toolsearch.search.documents import split_qualified_name
+from toolsearch.naming import split_qualified_name
 from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
 from toolsearch.search.ranking import (
     FEATURES,

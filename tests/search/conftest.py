@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.search.documents import split_qualified_name
+from toolsearch.naming import split_qualified_name
 from toolsearch.tool import Tool, ToolInterner
 
 SLICE_SERVERS = (

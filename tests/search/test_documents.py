@@ -9,23 +9,13 @@ from typing import Any
 import pytest
 
 from toolsearch.search import text
-from toolsearch.search.documents import split_qualified_name, tool_document, tool_fields
+from toolsearch.search.documents import tool_document, tool_fields
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import Tool, ToolInterner
 
 
 def _tool(**definition: Any) -> Tool:
     return ToolInterner().intern({"name": "demo_tool", **definition})
-
-
-def test_an_agentgateway_name_splits_into_server_and_tool_at_the_first_underscore() -> None:
-    assert split_qualified_name("github_create_issue") == ("github", "create_issue")
-    assert split_qualified_name("brave-search_brave_web_search") == ("brave-search", "brave_web_search")
-
-
-def test_a_name_without_underscore_has_no_server() -> None:
-    assert split_qualified_name("search") == ("", "search")
-    assert split_qualified_name("_private") == ("", "_private")
 
 
 def test_fields_hold_name_server_title_and_description() -> None:

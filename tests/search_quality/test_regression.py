@@ -19,7 +19,7 @@ import pytest
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.embedding import Embedder, load_model
 from toolsearch.evaluation import Query, load_queries, run_queries, summarize
-from toolsearch.search.documents import split_qualified_name
+from toolsearch.naming import split_qualified_name
 from toolsearch.search.hybrid import QueryVectors, build_index
 from toolsearch.search.ranking import Ranker
 from toolsearch.search.vectors import MemoryVectorCache

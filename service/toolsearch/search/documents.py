@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from toolsearch.naming import split_qualified_name
 from toolsearch.search import text
 from toolsearch.tool import Tool
 
@@ -31,15 +32,6 @@ _MAX_SUMMARY_CHARS = 300
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 _MAX_FIELD_CHARS = 20_000
 """Text past this is not searched: bounds the work a junk definition can cause."""
-
-
-def split_qualified_name(name: str) -> tuple[str, str]:
-    """`github_create_issue` -> (`github`, `create_issue`): agentgateway joins server and tool
-    with the first `_`. A name without `_` has no server part."""
-    server, separator, tool_name = name.partition("_")
-    if not separator or not server or not tool_name:
-        return "", name
-    return server, tool_name
 
 
 def _described_parameters(schema: Mapping[str, Any], depth: int) -> Iterator[tuple[str, str]]:

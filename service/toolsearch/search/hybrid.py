@@ -46,10 +46,10 @@ import numpy as np
 
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.profile import Profile
+from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, SearchIndex, text
-from toolsearch.search.documents import split_qualified_name
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.progressive import Embedding, ProgressiveIndex
+from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import (
     FEATURES,
     Ranker,

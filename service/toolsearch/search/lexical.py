@@ -25,14 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
+from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
-from toolsearch.search.documents import (
-    FIELDS,
-    VOCABULARY,
-    ToolDocument,
-    split_qualified_name,
-    tool_documents,
-)
+from toolsearch.search.documents import FIELDS, VOCABULARY, ToolDocument, tool_documents
 from toolsearch.tool import Tool
 
 

@@ -29,8 +29,9 @@ from typing import TypeVar
 import numpy as np
 
 from toolsearch.embedding import Embedder
+from toolsearch.naming import split_qualified_name
 from toolsearch.search import stopwords
-from toolsearch.search.documents import split_qualified_name, tool_fields
+from toolsearch.search.documents import tool_fields
 from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool
 
