@@ -30,7 +30,6 @@ from prometheus_client import CollectorRegistry, generate_latest
 from toolsearch import __version__
 
 METHOD: Final = "mcp.method.name"
-PROTOCOL_VERSION: Final = "mcp.protocol.version"
 TOOL: Final = "gen_ai.tool.name"
 REQUEST_ID: Final = "jsonrpc.request.id"
 ERROR_TYPE: Final = "error.type"
@@ -183,10 +182,6 @@ class Telemetry:
             callbacks=[lambda _options: [Observation(failures())]],
             description="Failed operations on the shared catalog store (Redis).",
         )
-
-    @property
-    def tracing(self) -> bool:
-        return self._tracer_provider is not None
 
     @staticmethod
     def extract(headers: Mapping[str, str]) -> Context:
