@@ -75,3 +75,16 @@ async def test_callers_with_the_same_tools_share_one_copy_of_them(catalog_tools)
                     await call_json(client, "search_tools", {"query": "time"})
             catalogs = app.state.proxy.catalogs
             assert catalogs.interned_tools == len(catalog_tools)
+
+
+async def test_without_redis_a_catalog_dropped_past_the_cache_bound_is_listed_again(catalog_tools) -> None:
+    with (
+        running_upstream(catalog_tools) as (url, upstream),
+        running_proxy(url, max_cached_catalogs=1) as proxy,
+    ):
+        for token in ("a", "b", "a"):
+            async with connect(proxy, token) as client:
+                await call_json(client, "search_tools", {"query": "time"})
+        ready = httpx.get(proxy.removesuffix("/mcp") + "/readyz").json()
+    assert (upstream.list_calls["Bearer a"], upstream.list_calls["Bearer b"]) == (2, 1)
+    assert ready["catalog_store"]["catalogs"] == ready["catalog_store"]["cached_catalogs"] == 1

@@ -16,6 +16,7 @@ interned tools, their name lookup and their search index).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import weakref
@@ -70,25 +71,34 @@ class Toolset:
 class Catalog:
     """One caller's tools, in upstream order, with the search index shared by equal catalogs."""
 
-    __slots__ = ("_guard", "_quarantined", "_toolset", "expires_at", "instructions", "listed_at")
+    __slots__ = ("_guard", "_quarantined", "_toolset", "record")
 
     def __init__(
         self,
         toolset: Toolset,
-        instructions: str | None,
-        listed_at: float,
-        expires_at: float | None = None,
+        record: CatalogRecord,
         *,
         guard: ToolGuard | None = None,
         quarantined: dict[str, str] | None = None,
     ) -> None:
         self._toolset = toolset
-        self.instructions = instructions
-        self.listed_at = listed_at
-        self.expires_at = expires_at
+        self.record = record
+        """What it was made from; holding it keeps it in an in-process store (`store`)."""
         self._guard = guard
         self._quarantined = quarantined or {}
         """Changed tools of this caller's catalog (name -> listed digest), withheld unless approved."""
+
+    @property
+    def instructions(self) -> str | None:
+        return self.record.instructions
+
+    @property
+    def listed_at(self) -> float:
+        return self.record.listed_at
+
+    @property
+    def expires_at(self) -> float | None:
+        return self.record.expires_at
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -140,9 +150,6 @@ class Catalog:
             return []
         candidates = [*self._quarantined, *(self._toolset.flagged if self._guard.hide_suspicious else ())]
         return [name for name in dict.fromkeys(candidates) if self.withheld(name)]
-
-    def record(self) -> CatalogRecord:
-        return CatalogRecord(self.tools, self.instructions, self.listed_at, self.expires_at)
 
 
 class CatalogService:
@@ -362,7 +369,7 @@ class CatalogService:
         if key in self._writing_back:
             return
         self._writing_back.add(key)
-        self._spawn(self._store.put(key, catalog.record()), done=lambda: self._writing_back.discard(key))
+        self._spawn(self._store.put(key, catalog.record), done=lambda: self._writing_back.discard(key))
 
     def _spawn(self, work: Any, *, done: Callable[[], None]) -> None:
         task = asyncio.create_task(work)
@@ -385,14 +392,9 @@ class CatalogService:
         if catalog is None or catalog.listed_at < record.listed_at:
             toolset = await self._toolset(record.tools)
             quarantined = await self._quarantined(key, record.tools)
-            catalog = Catalog(
-                toolset,
-                record.instructions,
-                record.listed_at,
-                record.expires_at,
-                guard=self._guard,
-                quarantined=quarantined,
-            )
+            if record.tools is not toolset.tools:  # one tuple of tools per distinct catalog
+                record = dataclasses.replace(record, tools=toolset.tools)
+            catalog = Catalog(toolset, record, guard=self._guard, quarantined=quarantined)
             current = self._catalogs.get(key)  # another request may have put a newer one meanwhile
             if current is not None and current.listed_at > catalog.listed_at:
                 catalog = current

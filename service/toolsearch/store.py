@@ -6,25 +6,24 @@ was listed and until when it may be served. It holds nothing process-bound, so a
 version: a replica compares it with its own copy to notice a newer listing made elsewhere.
 
 A store also grants leases (the right to list one catalog, so that replicas do not all list it at
-once) and keeps tool embeddings once per (model, tool digest) for the semantic index.
+once) and keeps the digests pinned for each catalog's tools (`integrity`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
+import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
+from cachetools import LRUCache
 
-from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class CatalogRecord:
     tools: tuple[Tool, ...]
     instructions: str | None
@@ -69,12 +68,6 @@ class CatalogStore(Protocol):
         False when another holder lists it now. An abandoned lease frees itself."""
         ...
 
-    async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored embeddings of these tool digests under `model` (float32), missing ones left out."""
-        ...
-
-    async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
-
     async def pin_digests(self, key: str, digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
         """The digests pinned for catalog `key` before this call, by tool name (names never pinned left
         out); pins each name of `digests` not pinned yet, and with `replace` every one, to its digest.
@@ -89,36 +82,30 @@ class CatalogStore(Protocol):
 
 
 class MemoryCatalogStore:
-    """This process's catalogs, least recently used dropped beyond `max_catalogs`."""
+    """This process's own store: nothing to share, so no copy of its own.
 
-    def __init__(self, max_catalogs: int = 10_000, max_vectors: int = 200_000) -> None:
-        self._records: OrderedDict[str, CatalogRecord] = OrderedDict()
-        self._max_catalogs = max_catalogs
-        self._vectors = MemoryVectorCache(max_vectors)
+    The catalog service in front of it keeps the catalogs this process serves, each holding the
+    record it was made from (`catalog.Catalog.record`); the store sees a record for as long as
+    something holds it, and so never keeps a catalog the service has dropped. Pins are the store's
+    alone: the least recently listed catalogs' beyond `max_catalogs` are forgotten.
+    """
+
+    def __init__(self, max_catalogs: int = 10_000) -> None:
+        self._records: weakref.WeakValueDictionary[str, CatalogRecord] = weakref.WeakValueDictionary()
         self._leased: set[str] = set()
-        self._pins: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._pins: LRUCache[str, dict[str, str]] = LRUCache(max_catalogs)
 
     async def get(self, key: str) -> CatalogRecord | None:
-        record = self._records.get(key)
-        if record is not None:
-            self._records.move_to_end(key)
-        return record
+        return self._records.get(key)
 
     async def listed_at(self, key: str) -> float | None:
         record = self._records.get(key)
-        if record is None:
-            return None
-        self._records.move_to_end(key)
-        return record.listed_at
+        return None if record is None else record.listed_at
 
     async def put(self, key: str, record: CatalogRecord) -> None:
         stored = self._records.get(key)
-        if stored is not None and stored.listed_at > record.listed_at:
-            return
-        self._records[key] = record
-        self._records.move_to_end(key)
-        while len(self._records) > self._max_catalogs:
-            self._records.popitem(last=False)
+        if stored is None or stored.listed_at <= record.listed_at:
+            self._records[key] = record
 
     @asynccontextmanager
     async def lease(self, key: str) -> AsyncIterator[bool]:
@@ -131,17 +118,8 @@ class MemoryCatalogStore:
         finally:
             self._leased.discard(key)
 
-    async def get_vectors(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        return self._vectors.get_many(model, digests)
-
-    async def put_vectors(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
-        self._vectors.put_many(model, {d: np.asarray(v, dtype=np.float32) for d, v in vectors.items()})
-
     async def pin_digests(self, key: str, digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
         pins = self._pins.setdefault(key, {})
-        self._pins.move_to_end(key)
-        while len(self._pins) > self._max_catalogs:
-            self._pins.popitem(last=False)
         before = {name: pins[name] for name in digests if name in pins}
         pins.update(digests if replace else {n: d for n, d in digests.items() if n not in pins})
         return before
@@ -151,4 +129,3 @@ class MemoryCatalogStore:
 
     async def aclose(self) -> None:
         self._records.clear()
-        self._vectors.clear()

@@ -12,7 +12,7 @@ import pytest
 
 from tests.replicas.conftest import requires_redis
 from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
-from toolsearch.store import CatalogRecord, MemoryCatalogStore, StoreUnavailable
+from toolsearch.store import CatalogRecord, StoreUnavailable
 from toolsearch.testing import RedisServer, free_port, recorded_tools
 from toolsearch.tool import ToolInterner
 
@@ -160,21 +160,13 @@ async def test_a_lease_is_released_only_by_its_owner(redis_server) -> None:
         assert client.get("toolsearch:lock:caller") == b"next-holder"
 
 
-@pytest.fixture(params=["memory", "redis"])
-async def any_store(request, redis_server) -> AsyncIterator[object]:
-    if request.param == "memory":
-        yield MemoryCatalogStore()
-    else:
-        async with opened(redis_server.url) as store:
-            yield store
-
-
-async def test_tool_embeddings_are_kept_per_model_and_tool_digest(any_store) -> None:
+async def test_tool_embeddings_are_kept_per_model_and_tool_digest(redis_server) -> None:
     first, second = TOOLS[0].digest, TOOLS[1].digest
     vector = np.arange(8, dtype=np.float32) / 8
-    await any_store.put_vectors("e5-small", {first: vector, second: vector * 2})
-    found = await any_store.get_vectors("e5-small", [first, second, TOOLS[2].digest])
-    other_model = await any_store.get_vectors("potion", [first])
+    async with opened(redis_server.url) as store:
+        await store.put_vectors("e5-small", {first: vector, second: vector * 2})
+        found = await store.get_vectors("e5-small", [first, second, TOOLS[2].digest])
+        other_model = await store.get_vectors("potion", [first])
     assert set(found) == {first, second}
     np.testing.assert_array_equal(found[second], vector * 2)
     assert found[first].dtype == np.float32
