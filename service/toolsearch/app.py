@@ -1,30 +1,32 @@
 """Streamable HTTP transport: `POST /mcp` (stateless, both protocol eras), OAuth discovery pass-through,
-and health endpoints."""
+and health endpoints.
+
+The endpoints are plain functions of the request; the proxy's parts are the application's state,
+created when it is and closed when it stops. What guards the MCP endpoint before a request is read
+(the Origin check, the body limit) is ASGI middleware.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Final
 
 import orjson
+from cachetools import TTLCache
 from fastapi import FastAPI, Request
 from fastapi.responses import Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolsearch.jsonrpc import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    JsonRpcError,
-    Message,
-    error_response,
-    parse_message,
-    result_response,
-)
+from toolsearch.caller import CallerHeaders, ProgressRelay
+from toolsearch.errors import UpstreamAuthError, UpstreamError
+from toolsearch.jsonrpc import INVALID_REQUEST, JsonRpcError, error_response, parse_message
+from toolsearch.jsonrpc import Message as JsonRpcMessage
 from toolsearch.oauth import (
     PROTECTED_RESOURCE_PATH,
     challenge_for,
@@ -32,42 +34,174 @@ from toolsearch.oauth import (
     public_resource,
 )
 from toolsearch.proxy import Proxy
-from toolsearch.server import RequestContext
+from toolsearch.server import Reply, RequestContext
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
-from toolsearch.upstream import CallerHeaders, ProgressRelay, UpstreamAuthError, UpstreamError
 
-logger = logging.getLogger(__name__)
-
-_READY_CACHE_SECONDS = 2.0
-_PASSED_AUTH_HEADERS = ("www-authenticate", "content-type")
-_ACCEPTS_JSON = {"application/json", "application/*", "*/*"}
+_READY_CACHE_SECONDS: Final = 2.0
+"""How long a readiness probe's look at the upstream is reused: probes must not load the upstream."""
+_PASSED_AUTH_HEADERS: Final = ("www-authenticate", "content-type")
+_ACCEPTS_JSON: Final = {"application/json", "application/*", "*/*"}
 
 
-def _json(value: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(value), status_code=status, media_type="application/json")
+def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAPI:
+    """The HTTP application; the proxy's parts are created with it and closed when it stops."""
+    app = FastAPI(title="toolsearch", docs_url=None, redoc_url=None, openapi_url=None, lifespan=_lifespan)
+    app.state.proxy = Proxy.from_settings(settings, telemetry)
+    app.state.upstream_reachable = TTLCache[str, bool](1, _READY_CACHE_SECONDS, timer=time.monotonic)
+    app.add_api_route(settings.path, mcp_post, methods=["POST"])
+    app.add_api_route(settings.path, mcp_other, methods=["GET", "DELETE", "PUT", "PATCH"])
+    app.add_api_route(PROTECTED_RESOURCE_PATH + "{rest:path}", protected_resource, methods=["GET"])
+    app.add_api_route("/.well-known/oauth-authorization-server{rest:path}", oauth_discovery, methods=["GET"])
+    app.add_api_route("/metrics", metrics, methods=["GET"])
+    if settings.stats:
+        app.add_api_route("/stats", stats, methods=["GET"])
+    app.add_api_route("/healthz", healthz, methods=["GET"])
+    app.add_api_route("/readyz", readyz, methods=["GET"])
+    # The last added runs first: a forbidden Origin is refused before its body is read.
+    app.add_middleware(BodyLimit, path=settings.path, limit=settings.max_request_bytes)
+    app.add_middleware(OriginCheck, path=settings.path, allowed=settings.allowed_origins)
+    return app
 
 
-def _rpc_error(error: JsonRpcError, request_id: Any = None) -> Response:
-    return _json(error_response(request_id, error), error.http_status)
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    await _proxy_of(app).aclose()
+
+
+def _proxy_of(app: Any) -> Proxy:
+    proxy: Proxy = app.state.proxy
+    return proxy
+
+
+# -- middleware ------------------------------------------------------------------------------------
+
+
+class OriginCheck:
+    """Refuses requests to the MCP endpoint whose `Origin` matches none of the allowed patterns
+    (DNS rebinding); requests without one (non-browser clients) pass."""
+
+    def __init__(self, app: ASGIApp, *, path: str, allowed: Sequence[str]) -> None:
+        self._app = app
+        self._path = path
+        self._allowed = tuple(allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self._path:
+            origin = Headers(scope=scope).get("origin")
+            if origin is not None and not any(fnmatchcase(origin, pattern) for pattern in self._allowed):
+                refused = JsonRpcError(
+                    INVALID_REQUEST, "Forbidden: this Origin is not allowed", http_status=403
+                )
+                await _rpc_error(refused)(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 class _BodyTooLarge(Exception):
     pass
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _BodyTooLarge
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
+class BodyLimit:
+    """Answers 413 for a request to the MCP endpoint whose body passes `limit` bytes, declared or as
+    it arrives: the endpoint reads the body when it needs it, and never past the limit."""
+
+    def __init__(self, app: ASGIApp, *, path: str, limit: int) -> None:
+        self._app = app
+        self._path = path
+        self._limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != self._path:
+            await self._app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            if declared is not None and declared.isdigit() and int(declared) > self._limit:
+                raise _BodyTooLarge
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self._limit:
+                raise _BodyTooLarge
+            return message
+
+        async def watched_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._app(scope, limited_receive, watched_send)
+        except _BodyTooLarge:
+            if started:
+                raise
+            too_large = JsonRpcError(
+                INVALID_REQUEST,
+                f"Request body too large: the limit is {self._limit} bytes (--max-request-bytes)",
+                http_status=413,
+            )
+            await _rpc_error(too_large)(scope, receive, send)
+
+
+# -- the MCP endpoint ------------------------------------------------------------------------------
+
+
+async def mcp_post(request: Request) -> Response:
+    refused = _media_refusal(request)
+    if refused is not None:
+        return _rpc_error(refused)
+    try:
+        message = parse_message(await request.body())
+    except JsonRpcError as error:
+        return _rpc_error(error, error.request_id)
+    if message.is_response or message.is_notification:
+        return Response(status_code=202)
+    token = _progress_token(message, request)
+    if token is None:
+        return await _answer(message, request)
+    relay = ProgressRelay(token)
+    with relay.active():
+        answering = asyncio.ensure_future(_answer(message, request))
+    return await _streamed_with_progress(answering, relay)
+
+
+async def mcp_other(request: Request) -> Response:
+    error = JsonRpcError(
+        INVALID_REQUEST, "Method Not Allowed: send JSON-RPC messages with POST", http_status=405
+    )
+    response = _rpc_error(error)
+    response.headers["Allow"] = "POST"
+    return response
+
+
+async def _answer(message: JsonRpcMessage, request: Request) -> Response:
+    context = RequestContext(
+        caller=CallerHeaders.from_headers(request.headers),
+        headers=request.headers,
+        trace_context=Telemetry.extract(request.headers),
+    )
+    reply = await _proxy_of(request.app).server.handle(message, context)
+    if reply.refusal is not None:
+        return _passed_refusal(reply, request)
+    return _json(reply.message(), reply.http_status)
+
+
+def _passed_refusal(reply: Reply, request: Request) -> Response:
+    """The upstream's 401/403 as it came, its challenge naming the proxy as the resource."""
+    refused: UpstreamAuthError | None = reply.refusal
+    assert refused is not None
+    resource = _resource_of(request)
+    headers = {
+        name: challenge_for(value, resource) if name.lower() == "www-authenticate" else value
+        for name, value in refused.headers.items()
+        if name.lower() in _PASSED_AUTH_HEADERS
+    }
+    return Response(refused.body, status_code=refused.status, headers=headers)
 
 
 def _media_refusal(request: Request) -> JsonRpcError | None:
@@ -88,7 +222,7 @@ def _media_refusal(request: Request) -> JsonRpcError | None:
     return None
 
 
-def _progress_token(message: Message, request: Request) -> str | int | None:
+def _progress_token(message: JsonRpcMessage, request: Request) -> str | int | None:
     """The caller's `progressToken` of a `tools/call`, when it can take an SSE answer."""
     meta = message.params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) and message.method == "tools/call" else None
@@ -125,152 +259,70 @@ async def _streamed_with_progress(answering: asyncio.Future[Response], relay: Pr
     return StreamingResponse(events(), media_type="text/event-stream")
 
 
-def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAPI:
-    """The HTTP application; the proxy's parts are created when it starts and closed when it stops."""
-    proxy = Proxy.from_settings(settings, telemetry)
-    ready = {"at": 0.0, "ok": False}
+# -- OAuth discovery, metrics, health --------------------------------------------------------------
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await proxy.aclose()
 
-    app = FastAPI(title="toolsearch", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
-    app.state.proxy = proxy
+async def protected_resource(request: Request) -> Response:
+    """The upstream's protected resource metadata, naming the proxy as the resource."""
+    try:
+        document = await _proxy_of(request.app).upstream.protected_resource_metadata()
+    except UpstreamError as exc:
+        return _json({"error": "upstream_unavailable", "error_description": str(exc)}, 502)
+    if document is None:
+        return _json({"error": "not_found", "error_description": "the upstream is not OAuth-protected"}, 404)
+    return _json(protected_resource_document(document, _resource_of(request)))
 
-    def origin_allowed(request: Request) -> bool:
-        origin = request.headers.get("origin")
-        return origin is None or any(fnmatchcase(origin, pattern) for pattern in settings.allowed_origins)
 
-    @app.post(settings.path)
-    async def mcp_post(request: Request) -> Response:
-        if not origin_allowed(request):
-            return _rpc_error(
-                JsonRpcError(INVALID_REQUEST, "Forbidden: this Origin is not allowed", http_status=403)
-            )
-        refused = _media_refusal(request)
-        if refused is not None:
-            return _rpc_error(refused)
-        try:
-            body = await _read_body(request, settings.max_request_bytes)
-        except _BodyTooLarge:
-            return _rpc_error(
-                JsonRpcError(
-                    INVALID_REQUEST,
-                    f"Request body too large: the limit is {settings.max_request_bytes} bytes "
-                    "(--max-request-bytes)",
-                    http_status=413,
-                )
-            )
-        try:
-            message = parse_message(body)
-        except JsonRpcError as error:
-            return _rpc_error(error, error.request_id)
-        if message.is_response or message.is_notification:
-            return Response(status_code=202)
-        token = _progress_token(message, request)
-        if token is None:
-            return await answer(message, request)
-        relay = ProgressRelay(token)
-        with relay.active():
-            answering = asyncio.ensure_future(answer(message, request))
-        return await _streamed_with_progress(answering, relay)
+async def oauth_discovery(request: Request) -> Response:
+    """The upstream's authorization server metadata, as it answers it."""
+    try:
+        upstream = await _proxy_of(request.app).upstream.get_well_known(request.url.path)
+    except UpstreamError as exc:
+        return _json({"error": "upstream_unavailable", "error_description": str(exc)}, 502)
+    headers = {"content-type": upstream.headers.get("content-type", "application/json")}
+    return Response(upstream.content, status_code=upstream.status_code, headers=headers)
 
-    async def answer(message: Message, request: Request) -> Response:
-        started = time.perf_counter()
-        context = RequestContext(
-            caller=CallerHeaders.from_headers(request.headers),
-            headers=request.headers,
-            trace_context=Telemetry.extract(request.headers),
-        )
-        try:
-            result = await proxy.server.handle(message, context)
-        except JsonRpcError as error:
-            return _rpc_error(error, message.id)
-        except UpstreamAuthError as refused:
-            headers = {k: v for k, v in refused.headers.items() if k.lower() in _PASSED_AUTH_HEADERS}
-            resource = resource_of(request)
-            headers = {
-                name: challenge_for(value, resource) if name.lower() == "www-authenticate" else value
-                for name, value in headers.items()
-            }
-            return Response(refused.body, status_code=refused.status, headers=headers)
-        except Exception:
-            logger.exception("request failed inside toolsearch", extra={"method": message.method})
-            error = JsonRpcError(
-                INTERNAL_ERROR, "Internal error in toolsearch; the request was not completed"
-            )
-            return _rpc_error(error, message.id)
-        logger.debug(
-            "request",
-            extra={"method": message.method, "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
-        )
-        return _json(result_response(message.id, result))
 
-    @app.api_route(settings.path, methods=["GET", "DELETE", "PUT", "PATCH"])
-    async def mcp_other(request: Request) -> Response:
-        error = JsonRpcError(
-            INVALID_REQUEST, "Method Not Allowed: send JSON-RPC messages with POST", http_status=405
-        )
-        response = _rpc_error(error)
-        response.headers["Allow"] = "POST"
-        return response
+async def metrics(request: Request) -> Response:
+    return Response(_proxy_of(request.app).telemetry.prometheus_text(), media_type=CONTENT_TYPE_LATEST)
 
-    def resource_of(request: Request) -> str:
-        return public_resource(
-            settings.public_url,
-            settings.path,
-            request.url.scheme,
-            request.headers,
-            trust_forwarded=settings.trust_forwarded_headers,
-        )
 
-    @app.get(PROTECTED_RESOURCE_PATH + "{rest:path}")
-    async def protected_resource(request: Request) -> Response:
-        """The upstream's protected resource metadata, naming the proxy as the resource."""
-        try:
-            document = await proxy.upstream.protected_resource_metadata()
-        except UpstreamError as exc:
-            return _json({"error": "upstream_unavailable", "error_description": str(exc)}, 502)
-        if document is None:
-            return _json(
-                {"error": "not_found", "error_description": "the upstream is not OAuth-protected"}, 404
-            )
-        return _json(protected_resource_document(document, resource_of(request)))
+async def stats(request: Request) -> Response:
+    return _json(_proxy_of(request.app).outcomes.report())
 
-    @app.get("/.well-known/oauth-authorization-server{rest:path}")
-    async def oauth_discovery(request: Request) -> Response:
-        try:
-            upstream = await proxy.upstream.get_well_known(request.url.path)
-        except UpstreamError as exc:
-            return _json({"error": "upstream_unavailable", "error_description": str(exc)}, 502)
-        headers = {"content-type": upstream.headers.get("content-type", "application/json")}
-        return Response(upstream.content, status_code=upstream.status_code, headers=headers)
 
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(proxy.telemetry.prometheus_text(), media_type=CONTENT_TYPE_LATEST)
+async def healthz() -> Response:
+    return _json({"status": "ok"})
 
-    if settings.stats:
 
-        @app.get("/stats")
-        async def stats() -> Response:
-            return _json(proxy.outcomes.report())
+async def readyz(request: Request) -> Response:
+    """Ready while the upstream answers HTTP. A Redis outage degrades sharing, not serving: it shows
+    here but does not fail readiness."""
+    proxy = _proxy_of(request.app)
+    cache: TTLCache[str, bool] = request.app.state.upstream_reachable
+    reachable = cache.get("upstream")
+    if reachable is None:
+        reachable = cache["upstream"] = await proxy.upstream.reachable()
+    store = await proxy.catalogs.health()
+    if reachable:
+        return _json({"status": "ready", "upstream": "reachable", "catalog_store": store})
+    return _json({"status": "not ready", "upstream": "unreachable", "catalog_store": store}, 503)
 
-    @app.get("/healthz")
-    async def healthz() -> Response:
-        return _json({"status": "ok"})
 
-    @app.get("/readyz")
-    async def readyz() -> Response:
-        now = time.monotonic()
-        if now - ready["at"] > _READY_CACHE_SECONDS:
-            ready["ok"] = await proxy.upstream.reachable()
-            ready["at"] = now
-        # A Redis outage degrades sharing, not serving: it shows here but does not fail readiness.
-        store = await proxy.catalogs.health()
-        if ready["ok"]:
-            return _json({"status": "ready", "upstream": "reachable", "catalog_store": store})
-        return _json({"status": "not ready", "upstream": "unreachable", "catalog_store": store}, 503)
+def _resource_of(request: Request) -> str:
+    settings = _proxy_of(request.app).settings
+    return public_resource(
+        settings.public_url,
+        settings.path,
+        request.url.scheme,
+        request.headers,
+        trust_forwarded=settings.trust_forwarded_headers,
+    )
 
-    return app
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code=status, media_type="application/json")
+
+
+def _rpc_error(error: JsonRpcError, request_id: Any = None) -> Response:
+    return _json(error_response(request_id, error), error.http_status)

@@ -21,19 +21,21 @@ import logging
 import time
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterable, Callable, Sequence
+from contextlib import aclosing, suppress
 from typing import Any, Final
 
+from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
-from toolsearch.identity import caller_key as caller_key
 from toolsearch.integrity import ToolGuard, suspicious_reasons
 from toolsearch.naming import split_qualified_name
+from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
-from toolsearch.upstream import CallerHeaders, UpstreamClient
+from toolsearch.untrusted import MAX_DEFINITION_DEPTH, MAX_NAME_CHARS, unservable
+from toolsearch.upstream import UpstreamClient
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +165,7 @@ class CatalogService:
         *,
         ttl: float,
         max_materialized: int = 1024,
+        max_tools: int = 10_000,
         identifier: Identifier | None = None,
         interner: ToolInterner | None = None,
         clock: Callable[[], float] = time.time,
@@ -184,6 +187,7 @@ class CatalogService:
         self._background: set[asyncio.Task[Any]] = set()
         self._catalogs: OrderedDict[str, Catalog] = OrderedDict()
         self._max_materialized = max_materialized
+        self._max_tools = max_tools
         self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
         self._toolset_builds: dict[str, asyncio.Task[Toolset]] = {}
         self.listings = 0
@@ -314,23 +318,25 @@ class CatalogService:
         self.listings += 1
         outcome = {OUTCOME: "error"}
         try:
-            # Upstream sessions belong to the token, whatever catalog identity it maps to.
-            listing = await self._upstream.list_tools(caller, caller_key(caller.authorization))
+            modern = await self._upstream.era(caller) == "modern"
+            instructions = await self._upstream.instructions(caller)
+            async with aclosing(self._upstream.tool_pages(caller)) as pages:
+                definitions = await visible_definitions(pages, modern=modern, max_tools=self._max_tools)
             outcome[OUTCOME] = "ok"
         finally:
             self._telemetry.catalog_refreshes.add(1, outcome)
             self._telemetry.catalog_listing_duration.record(elapsed(started), outcome)
         tools: list[Tool] = []
         seen: set[str] = set()
-        for definition in listing.tools:
+        for definition in definitions:
             tool = self._interner.intern(definition)
             if not tool.name or tool.name in seen:
                 continue
             seen.add(tool.name)
             tools.append(tool)
-        if len(tools) < len(listing.tools):  # one line per listing, however many a hostile upstream repeats
+        if len(tools) < len(definitions):  # one line per listing, however many a hostile upstream repeats
             logger.warning(
-                "left out %d upstream tools with an empty or duplicate name", len(listing.tools) - len(tools)
+                "left out %d upstream tools with an empty or duplicate name", len(definitions) - len(tools)
             )
         if self._guard is not None:
             flagged = await asyncio.to_thread(suspicious_reasons, tools)
@@ -342,7 +348,7 @@ class CatalogService:
             extra={"tools": len(tools), "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
         )
         return CatalogRecord(
-            shared.tools if shared else tuple(tools), listing.instructions, self._clock(), identity.expires_at
+            shared.tools if shared else tuple(tools), instructions, self._clock(), identity.expires_at
         )
 
     def _refresh_in_background(
@@ -433,3 +439,40 @@ class CatalogService:
         toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, self._build_index(tools)))
         self._toolsets[digest] = toolset
         return toolset
+
+
+async def visible_definitions(
+    pages: AsyncIterable[list[Any]], *, modern: bool, max_tools: int
+) -> list[dict[str, Any]]:
+    """Which of the tools an upstream lists a caller can be shown: the first `max_tools` that are
+    servable (`untrusted.unservable`) and, from a 2026-07-28 upstream, whose `x-mcp-header`
+    annotations keep the spec's rules (clients must leave out those that break them)."""
+    tools: list[dict[str, Any]] = []
+    left_out = 0
+    async for page in pages:
+        servable = [tool for tool in page if isinstance(tool, dict) and unservable(tool) is None]
+        left_out += len(page) - len(servable)
+        tools.extend(servable)
+        if len(tools) > max_tools:
+            logger.warning(
+                "upstream listed more than %d tools; using the first ones (--max-catalog-tools)", max_tools
+            )
+            del tools[max_tools:]
+            break
+    if left_out:
+        logger.warning(
+            "left out %d upstream tools: a name that is not 1 to %d characters without control "
+            "characters, or a definition nested more than %d levels deep",
+            left_out,
+            MAX_NAME_CHARS,
+            MAX_DEFINITION_DEPTH,
+        )
+    if not modern:
+        return tools
+    kept = []
+    for tool in tools:
+        if valid_header_annotations(tool):
+            kept.append(tool)
+        else:
+            logger.warning("left out upstream tool %r: invalid x-mcp-header annotation", tool.get("name"))
+    return kept

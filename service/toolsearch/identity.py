@@ -15,7 +15,6 @@ import base64
 import hashlib
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -23,6 +22,9 @@ from typing import Any, Final, Protocol
 import httpx
 import jwt
 import orjson
+from cachetools import TLRUCache
+
+from toolsearch.caller import token_key
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +36,6 @@ _MAX_VERIFIED: Final = 10_000
 _JWKS_REFRESH_SECONDS: Final = 300.0
 _JWKS_MIN_REFETCH_SECONDS: Final = 30.0
 """An unknown `kid` refetches the JWKS (key rotation), at most this often."""
-
-
-def caller_key(authorization: str | None) -> str:
-    """The catalog key of a caller: a hash of its credentials, so the token itself is never stored."""
-    return hashlib.sha256((authorization or "").encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +63,7 @@ class TokenIdentifier:
 
 
 def token_identity(authorization: str | None) -> CallerIdentity:
-    return CallerIdentity(caller_key(authorization), _unverified_expiry(_bearer_token(authorization)))
+    return CallerIdentity(token_key(authorization), _unverified_expiry(_bearer_token(authorization)))
 
 
 class JwtIdentifier:
@@ -92,7 +89,10 @@ class JwtIdentifier:
         self._keys: dict[str | None, jwt.PyJWK] = {}
         self._fetched_at: float | None = None
         self._fetch_lock = asyncio.Lock()
-        self._verified: OrderedDict[str, tuple[CallerIdentity, float]] = OrderedDict()
+        # Verified identities by token key, each kept until its token's `exp`.
+        self._verified: TLRUCache[str, tuple[CallerIdentity, float]] = TLRUCache(
+            _MAX_VERIFIED, ttu=lambda _key, value, _now: value[1], timer=clock
+        )
         self.unverified = 0
         """Bearer tokens that could not be verified and were keyed by their hash (a counter for metrics)."""
 
@@ -100,11 +100,9 @@ class JwtIdentifier:
         token = _bearer_token(authorization)
         if token is None:
             return token_identity(authorization)
-        token_hash = caller_key(authorization)
-        now = self._clock()
+        token_hash = token_key(authorization)
         cached = self._verified.get(token_hash)
-        if cached is not None and now < cached[1]:
-            self._verified.move_to_end(token_hash)
+        if cached is not None:
             return cached[0]
         try:
             claims = await self._verify(token)
@@ -114,8 +112,6 @@ class JwtIdentifier:
             return token_identity(authorization)
         identity = CallerIdentity(self._identity_key(claims))
         self._verified[token_hash] = (identity, float(claims["exp"]))
-        while len(self._verified) > _MAX_VERIFIED:
-            self._verified.popitem(last=False)
         return identity
 
     async def aclose(self) -> None:

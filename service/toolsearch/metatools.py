@@ -16,7 +16,9 @@ from typing import Any, Final
 
 import orjson
 
-from toolsearch.catalog import Catalog, CatalogService, caller_key
+from toolsearch.caller import CallerHeaders, CallerInput
+from toolsearch.catalog import Catalog, CatalogService
+from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
@@ -25,14 +27,7 @@ from toolsearch.protocol import INPUT_REQUIRED, without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool, tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
-from toolsearch.upstream import (
-    CallerHeaders,
-    CallerInput,
-    UpstreamAuthError,
-    UpstreamClient,
-    UpstreamError,
-    UpstreamRpcError,
-)
+from toolsearch.upstream import UpstreamClient
 from toolsearch.validation import argument_problems
 
 logger = logging.getLogger(__name__)
@@ -270,8 +265,6 @@ class MetaTools:
         if name not in self._schemas:
             try:
                 catalog = await self._catalogs.get(caller)
-            except UpstreamAuthError:
-                raise
             except UpstreamError as exc:
                 return _catalog_unavailable(exc)
             return await self._call_upstream(
@@ -298,11 +291,11 @@ class MetaTools:
                     )
                 else:
                     result = await self._handlers[name](arguments, caller)
+            except UpstreamError as exc:
+                result = _catalog_unavailable(exc)
             except UpstreamAuthError:
                 _log_call(name, "unauthorized", started)
                 raise
-            except UpstreamError as exc:
-                result = _catalog_unavailable(exc)
         _log_call(name, "error" if result.get("isError") else "ok", started)
         return result
 
@@ -406,7 +399,7 @@ class MetaTools:
         )
         for outcome in outcomes:
             if isinstance(outcome, UpstreamAuthError):
-                raise outcome
+                raise outcome  # refused credentials answer the whole request, not one call of it
         content: list[dict[str, Any]] = []
         summary = []
         for index, (call, outcome) in enumerate(zip(calls, outcomes, strict=True)):
@@ -460,9 +453,7 @@ class MetaTools:
             return _schema_error(name, problems, tool.input_schema)
         started = time.perf_counter()
         try:
-            result = await self._upstream.call_tool(
-                caller, caller_key(caller.authorization), name, arguments, tool.input_schema, caller_input
-            )
+            result = await self._upstream.call_tool(caller, name, arguments, tool.input_schema, caller_input)
         except UpstreamRpcError as exc:
             _log_call(name, "upstream_error", started)
             if direct:
@@ -473,8 +464,6 @@ class MetaTools:
             else:
                 result = error_result(f"The upstream answered {name} with error {exc.code}: {message}")
             return {**result, "structuredContent": {"error": _upstream_error(exc, message)}}
-        except UpstreamAuthError:
-            raise
         except UpstreamError as exc:
             _log_call(name, "upstream_unavailable", started)
             return error_result(

@@ -33,10 +33,10 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from toolsearch.caller import CallerHeaders
 from toolsearch.identity import Identifier, TokenIdentifier
 from toolsearch.store import StoreUnavailable
 from toolsearch.telemetry import OUTCOME, Telemetry
-from toolsearch.upstream import CallerHeaders
 
 _GRACE_SECONDS: Final = 30.0
 """How much longer than the window a caller's record lives, so the window's end always finds it."""

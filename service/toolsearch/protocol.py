@@ -1,4 +1,8 @@
-"""MCP protocol versions and the two eras: legacy (initialize handshake) and modern (per-request `_meta`)."""
+"""MCP protocol versions and the two eras: legacy (initialize handshake) and modern (per-request `_meta`).
+
+Both halves of the era rules, as pure functions: inbound, how a caller's request is checked and
+answered; outbound, what toolsearch sends the upstream as a client of either era.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +52,8 @@ TOOLS_CHANGED: Final = "notifications/tools/list_changed"
 
 NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 SERVER_INFO: Final = {"name": "toolsearch", "version": __version__}
+CLIENT_INFO: Final = SERVER_INFO
+"""toolsearch's name toward the upstream: the same as toward its callers."""
 
 REMOVED_MODERN_METHODS: Final = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
@@ -66,6 +72,10 @@ MODERN_ERROR_STATUS: Final = {
 
 _BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
+_TOKEN_CHARS = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+_PARAM_HEADER_TYPES: Final = ("string", "integer", "boolean")
+_MAX_ANNOTATION_DEPTH: Final = 16
 
 
 def encode_header_value(value: str) -> str:
@@ -272,3 +282,89 @@ def offered_capabilities(upstream: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(upstream.get(name), Mapping):
             capabilities[name] = {}
     return capabilities
+
+
+# -- outbound: toolsearch as a client of the upstream ---------------------------------------------
+
+
+def modern_params(params: Mapping[str, Any], capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A 2026-07-28 request's params: the per-request `_meta` envelope added to what they hold."""
+    meta = params.get("_meta")
+    envelope = {
+        **(meta if isinstance(meta, Mapping) else {}),
+        PROTOCOL_VERSION_META: MODERN_VERSION,
+        CLIENT_CAPABILITIES_META: dict(capabilities or {}),
+        CLIENT_INFO_META: CLIENT_INFO,
+    }
+    return {**params, "_meta": envelope}
+
+
+def modern_headers(method: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """The HTTP headers a 2026-07-28 request mirrors its body in (version, method, and name)."""
+    headers = {VERSION_HEADER: MODERN_VERSION, METHOD_HEADER: method}
+    name_key = NAME_BEARING_PARAMS.get(method)
+    if name_key is not None and name_key in params:
+        headers[NAME_HEADER] = encode_header_value(str(params[name_key]))
+    return headers
+
+
+def legacy_headers(version: str, session_id: str | None) -> dict[str, str]:
+    """The HTTP headers of a legacy request within its session."""
+    headers = {VERSION_HEADER: version}
+    if session_id is not None:
+        headers[SESSION_HEADER] = session_id
+    return headers
+
+
+def speaks_only_modern(error_data: Any) -> bool:
+    """Whether an unsupported-version error's data lists no legacy version we speak."""
+    supported = error_data.get("supported") if isinstance(error_data, Mapping) else None
+    return isinstance(supported, list) and not any(v in LEGACY_VERSIONS for v in supported)
+
+
+def header_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any, Any]]:
+    """(property path, x-mcp-header value, declared type) of every annotated property reachable via
+    `properties` chains only, as the 2026-07-28 transport defines them."""
+    found: list[tuple[tuple[str, ...], Any, Any]] = []
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping) or len(path) > _MAX_ANNOTATION_DEPTH:
+        return found
+    for key, prop in properties.items():
+        if not isinstance(prop, Mapping):
+            continue
+        if "x-mcp-header" in prop:
+            found.append(((*path, str(key)), prop["x-mcp-header"], prop.get("type")))
+        found.extend(header_annotations(prop, (*path, str(key))))
+    return found
+
+
+def valid_header_annotations(tool: Mapping[str, Any]) -> bool:
+    """Whether a tool's `x-mcp-header` annotations keep the spec's rules (token names, unique
+    case-insensitively, on string, integer or boolean properties); clients leave out tools that break them."""
+    annotated = header_annotations(tool.get("inputSchema"))
+    names = [name for _, name, _ in annotated]
+    return all(
+        isinstance(name, str) and _TOKEN_CHARS.match(name) and kind in _PARAM_HEADER_TYPES
+        for _, name, kind in annotated
+    ) and len({str(n).lower() for n in names}) == len(names)
+
+
+def param_headers(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
+    """`Mcp-Param-{Name}` headers mirroring the arguments at annotated properties."""
+    headers: dict[str, str] = {}
+    for path, name, _ in header_annotations(schema):
+        value: Any = arguments
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int) and abs(value) <= _MAX_SAFE_INTEGER:
+            text = str(value)
+        elif isinstance(value, str):
+            text = value
+        else:
+            continue
+        headers[f"Mcp-Param-{name}"] = encode_header_value(text)
+    return headers

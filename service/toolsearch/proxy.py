@@ -55,7 +55,6 @@ class Proxy:
             connect_timeout=settings.upstream_connect_timeout,
             max_pages=settings.max_list_pages,
             max_response_bytes=settings.max_upstream_response_bytes,
-            max_tools=settings.max_catalog_tools,
             telemetry=telemetry,
         )
         interner = ToolInterner()
@@ -75,6 +74,7 @@ class Proxy:
             index_builder,
             ttl=settings.catalog_ttl,
             max_materialized=settings.max_cached_catalogs,
+            max_tools=settings.max_catalog_tools,
             identifier=identifier,
             interner=interner,
             telemetry=telemetry,

@@ -11,8 +11,18 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
-from toolsearch.catalog import Catalog, CatalogService, caller_key
-from toolsearch.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, Message
+from toolsearch.caller import CallerHeaders, CallerInput
+from toolsearch.catalog import Catalog, CatalogService
+from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    JsonRpcError,
+    Message,
+    RequestId,
+    error_response,
+    result_response,
+)
 from toolsearch.metatools import MetaTools
 from toolsearch.protocol import (
     CACHED_RESULTS,
@@ -33,14 +43,7 @@ from toolsearch.protocol import (
 )
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.untrusted import clean_text
-from toolsearch.upstream import (
-    CallerHeaders,
-    CallerInput,
-    UpstreamAuthError,
-    UpstreamClient,
-    UpstreamError,
-    UpstreamRpcError,
-)
+from toolsearch.upstream import UpstreamClient
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,35 @@ class RequestContext:
     """The caller's trace, continued by this request's span."""
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What one request comes to, for a transport to encode: its result, a JSON-RPC error, or the
+    upstream's refusal of the caller's credentials, which HTTP passes on to the caller as it came."""
+
+    request_id: RequestId | None
+    result: dict[str, Any] | None = None
+    error: JsonRpcError | None = None
+    refusal: UpstreamAuthError | None = None
+
+    @property
+    def http_status(self) -> int:
+        return self.error.http_status if self.error is not None else 200
+
+    def message(self) -> dict[str, Any]:
+        """The JSON-RPC response: the result, or the error (a refusal as an error naming its status)."""
+        if self.result is not None:
+            return result_response(self.request_id, self.result)
+        if self.error is not None:
+            return error_response(self.request_id, self.error)
+        status = self.refusal.status if self.refusal is not None else None
+        refused = JsonRpcError(
+            INTERNAL_ERROR,
+            f"The upstream refused the request (HTTP {status}): it wants credentials, and there are "
+            "none to pass on",
+        )
+        return error_response(self.request_id, refused)
+
+
 class McpServer:
     def __init__(
         self,
@@ -81,8 +113,8 @@ class McpServer:
         self._max_instructions = max_instructions
         self._ttl_ms = int(catalog_ttl * 1000)
 
-    async def handle(self, message: Message, context: RequestContext) -> dict[str, Any]:
-        """The result of one request; raises `JsonRpcError`, or `UpstreamAuthError` for pass-through."""
+    async def handle(self, message: Message, context: RequestContext) -> Reply:
+        """What one request comes to; it never raises (a failure inside toolsearch is an internal error)."""
         method = message.method or ""
         tool = message.params.get("name") if method == "tools/call" else None
         attributes = {METHOD: method, REQUEST_ID: str(message.id)}
@@ -90,35 +122,37 @@ class McpServer:
             attributes[TOOL] = tool
         # Metrics name meta-tools only: upstream tool names would make their cardinality unbounded.
         metric_tool = tool if self._metatools.is_meta_tool(tool) else "(upstream)" if tool else ""
-        outcome = "ok"
         started = time.perf_counter()
         span_name = f"{method} {tool}" if isinstance(tool, str) else method
         with self._telemetry.span(
             span_name, kind=SpanKind.SERVER, context=context.trace_context, attributes=attributes
         ) as span:
-            try:
-                result = await self._answer(method, message.params, context)
-            except JsonRpcError as error:
-                outcome = "rpc_error"
-                Telemetry.fail(span, str(error.code))
-                raise
-            except UpstreamAuthError as refused:
-                outcome = "unauthorized"
-                Telemetry.fail(span, str(refused.status))
-                raise
-            except Exception as exc:
-                outcome = "internal_error"
-                Telemetry.fail(span, type(exc).__name__)
-                raise
-            else:
-                if result.get("isError"):
-                    outcome = "tool_error"
-                    Telemetry.fail(span, "tool_error")
-                return result
-            finally:
-                self._telemetry.server_duration.record(
-                    elapsed(started), {METHOD: method, TOOL: metric_tool, OUTCOME: outcome}
-                )
+            reply, outcome, failure = await self._reply(message, context)
+            if failure:
+                Telemetry.fail(span, failure)
+            self._telemetry.server_duration.record(
+                elapsed(started), {METHOD: method, TOOL: metric_tool, OUTCOME: outcome}
+            )
+        logger.debug("request", extra={"method": method, "duration_ms": round(elapsed(started) * 1000, 1)})
+        return reply
+
+    async def _reply(self, message: Message, context: RequestContext) -> tuple[Reply, str, str]:
+        """The reply, its outcome for metrics, and what failed for the span ("" when nothing did)."""
+        try:
+            result = await self._answer(message.method or "", message.params, context)
+        except JsonRpcError as error:
+            return Reply(message.id, error=error), "rpc_error", str(error.code)
+        except UpstreamAuthError as refused:
+            return Reply(message.id, refusal=refused), "unauthorized", str(refused.status)
+        except Exception as exc:
+            logger.exception("request failed inside toolsearch", extra={"method": message.method})
+            error = JsonRpcError(
+                INTERNAL_ERROR, "Internal error in toolsearch; the request was not completed"
+            )
+            return Reply(message.id, error=error), "internal_error", type(exc).__name__
+        if result.get("isError"):
+            return Reply(message.id, result=result), "tool_error", "tool_error"
+        return Reply(message.id, result=result), "ok", ""
 
     async def _answer(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         era: Era = request_era(method, params, context.headers)
@@ -195,13 +229,9 @@ class McpServer:
         if FORWARDED_METHODS[method] not in await self._upstream_capabilities(context):
             raise method_not_found(method, era)
         try:
-            result = await self._upstream.forward(
-                context.caller, caller_key(context.caller.authorization), method, params
-            )
+            result = await self._upstream.forward(context.caller, method, params)
         except UpstreamRpcError as exc:
             raise JsonRpcError(exc.code, exc.message, exc.data) from None
-        except UpstreamAuthError:
-            raise
         except UpstreamError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"The upstream could not answer {method}: {exc}") from None
         result = without_envelope(result)
@@ -216,11 +246,7 @@ class McpServer:
     async def _upstream_capabilities(self, context: RequestContext) -> dict[str, Any]:
         """The upstream's capabilities for this caller; an unreachable upstream offers nothing more."""
         try:
-            return await self._upstream.server_capabilities(
-                context.caller, caller_key(context.caller.authorization)
-            )
-        except UpstreamAuthError:
-            raise
+            return await self._upstream.server_capabilities(context.caller)
         except UpstreamError as exc:
             logger.warning("upstream capabilities unavailable: %s", type(exc).__name__)
             return {}
@@ -244,8 +270,6 @@ class McpServer:
         """The caller's catalog; an unreachable upstream degrades the answer, a refused token does not."""
         try:
             return await self._catalogs.get(context.caller)
-        except UpstreamAuthError:
-            raise
         except UpstreamError as exc:
             logger.warning("catalog unavailable: %s", type(exc).__name__)
             return None

@@ -7,25 +7,15 @@ use it with upstreams that need none (README says so).
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 from typing import BinaryIO
 
 import orjson
 
-from toolsearch.jsonrpc import (
-    INTERNAL_ERROR,
-    JsonRpcError,
-    Message,
-    error_response,
-    parse_message,
-    result_response,
-)
+from toolsearch.caller import CallerHeaders
+from toolsearch.jsonrpc import JsonRpcError, Message, error_response, parse_message
 from toolsearch.proxy import Proxy
 from toolsearch.server import RequestContext
-from toolsearch.upstream import CallerHeaders, UpstreamAuthError
-
-logger = logging.getLogger(__name__)
 
 _CONTEXT = RequestContext(caller=CallerHeaders(), headers=None)
 
@@ -43,23 +33,8 @@ async def serve_stdio(proxy: Proxy, stdin: BinaryIO | None = None, stdout: Binar
             writer.flush()
 
     async def answer(message: Message) -> None:
-        try:
-            result = await proxy.server.handle(message, _CONTEXT)
-        except JsonRpcError as error:
-            await write(error_response(message.id, error))
-        except UpstreamAuthError as refused:
-            error = JsonRpcError(
-                INTERNAL_ERROR,
-                f"The upstream refused the request (HTTP {refused.status}); stdio sends no credentials",
-            )
-            await write(error_response(message.id, error))
-        except Exception:
-            logger.exception("request failed inside toolsearch", extra={"method": message.method})
-            await write(
-                error_response(message.id, JsonRpcError(INTERNAL_ERROR, "Internal error in toolsearch"))
-            )
-        else:
-            await write(result_response(message.id, result))
+        reply = await proxy.server.handle(message, _CONTEXT)
+        await write(reply.message())
 
     try:
         while line := await asyncio.to_thread(reader.readline):

@@ -14,7 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from tests.replicas.conftest import AUDIENCE, Issuer
-from toolsearch.identity import JwtIdentifier, TokenIdentifier, caller_key
+from toolsearch.caller import token_key
+from toolsearch.identity import JwtIdentifier, TokenIdentifier
 from toolsearch.testing import free_port
 
 
@@ -42,7 +43,7 @@ async def test_a_refreshed_token_of_the_same_subject_and_scope_has_the_same_iden
     first = await identifier.identify(bearer(issuer.token("alice", "tools:read tools:write")))
     refreshed = await identifier.identify(bearer(issuer.token("alice", "tools:write tools:read")))
     assert first.key == refreshed.key
-    assert first.key != caller_key(bearer(issuer.token("alice", "tools:read tools:write")))
+    assert first.key != token_key(bearer(issuer.token("alice", "tools:read tools:write")))
 
 
 @pytest.mark.parametrize(
@@ -113,7 +114,7 @@ UNVERIFIABLE = {
 async def test_an_unverifiable_token_falls_back_to_its_hash(identifier, issuer, kind) -> None:
     token = UNVERIFIABLE[kind](issuer)
     identity = await identifier.identify(bearer(token))
-    assert identity.key == caller_key(bearer(token))
+    assert identity.key == token_key(bearer(token))
     assert identifier.unverified == 1
 
 
@@ -123,7 +124,7 @@ async def test_an_unreachable_jwks_falls_back_to_the_token_hash(issuer) -> None:
     )
     try:
         token = bearer(issuer.token("alice", "tools:read"))
-        assert (await identifier.identify(token)).key == caller_key(token)
+        assert (await identifier.identify(token)).key == token_key(token)
     finally:
         await identifier.aclose()
 
@@ -153,5 +154,5 @@ async def test_token_mode_bounds_a_catalog_by_the_tokens_unverified_expiry() -> 
 )
 async def test_token_mode_sets_no_bound_for_tokens_without_a_readable_expiry(authorization) -> None:
     identity = await TokenIdentifier().identify(authorization)
-    assert identity.key == caller_key(authorization)
+    assert identity.key == token_key(authorization)
     assert identity.expires_at is None
