@@ -240,7 +240,7 @@ async def _streamed_with_progress(answering: asyncio.Future[Response], relay: Pr
     """The answer as JSON if it comes before any progress (keeping its HTTP status); else an SSE
     stream of the upstream's progress notifications, then the answer."""
     waiting = asyncio.ensure_future(relay.queue.get())
-    await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    await _first_done(answering, waiting)
     if not waiting.done():
         waiting.cancel()
         return answering.result()
@@ -250,13 +250,17 @@ async def _streamed_with_progress(answering: asyncio.Future[Response], relay: Pr
         while waiting.done():
             yield _event(orjson.dumps(waiting.result()))
             waiting = asyncio.ensure_future(relay.queue.get())
-            await asyncio.wait({answering, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            await _first_done(answering, waiting)
         waiting.cancel()
         while not relay.queue.empty():
             yield _event(orjson.dumps(relay.queue.get_nowait()))
         yield _event(bytes((await answering).body))
 
     return StreamingResponse(events(), media_type="text/event-stream")
+
+
+async def _first_done(*futures: asyncio.Future[Any]) -> None:
+    await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
 
 
 # -- OAuth discovery, metrics, health --------------------------------------------------------------

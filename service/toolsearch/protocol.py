@@ -150,7 +150,7 @@ def check_modern_request(method: str, params: Mapping[str, Any], headers: Mappin
         raise unsupported_version(version)
     if method in REMOVED_MODERN_METHODS:
         raise method_not_found(method, "modern")
-    return version
+    return str(version)
 
 
 def method_not_found(method: str, era: Era) -> JsonRpcError:

@@ -146,10 +146,10 @@ class McpServer:
             return Reply(message.id, refusal=refused), "unauthorized", str(refused.status)
         except Exception as exc:
             logger.exception("request failed inside toolsearch", extra={"method": message.method})
-            error = JsonRpcError(
+            failed = JsonRpcError(
                 INTERNAL_ERROR, "Internal error in toolsearch; the request was not completed"
             )
-            return Reply(message.id, error=error), "internal_error", type(exc).__name__
+            return Reply(message.id, error=failed), "internal_error", type(exc).__name__
         if result.get("isError"):
             return Reply(message.id, result=result), "tool_error", "tool_error"
         return Reply(message.id, result=result), "ok", ""

@@ -10,7 +10,7 @@ and knows nothing of catalogs or search: which of the listed tools a caller sees
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import httpx
@@ -118,7 +118,7 @@ class UpstreamClient:
         instructions = result.get("instructions")
         return instructions if isinstance(instructions, str) and instructions else None
 
-    async def tool_pages(self, caller: CallerHeaders) -> AsyncIterator[list[Any]]:
+    async def tool_pages(self, caller: CallerHeaders) -> AsyncGenerator[list[Any]]:
         """The pages of `tools/list` for this caller, following `nextCursor` until it ends, repeats
         itself or passes `max_pages`; what the pages hold is the caller's of this client to judge."""
         era = await self.era(caller)
@@ -223,6 +223,8 @@ class UpstreamClient:
         headers: dict[str, str] = {}
         result = await self._exchange.request(caller, "initialize", params, headers, capture=headers)
         version = result.get("protocolVersion")
+        instructions = result.get("instructions")
+        capabilities = result.get("capabilities")
         if version not in LEGACY_VERSIONS:
             raise UpstreamError(
                 f"upstream negotiated protocol version {version!r}, which toolsearch does not speak"
@@ -230,8 +232,8 @@ class UpstreamClient:
         session = LegacySession(
             version=str(version),
             session_id=headers.get(SESSION_HEADER),
-            instructions=result.get("instructions") if isinstance(result.get("instructions"), str) else None,
-            capabilities=result.get("capabilities") if isinstance(result.get("capabilities"), dict) else {},
+            instructions=instructions if isinstance(instructions, str) else None,
+            capabilities=capabilities if isinstance(capabilities, dict) else {},
         )
         await self._exchange.notify(caller, "notifications/initialized", session.headers())
         return session
