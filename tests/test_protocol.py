@@ -1,5 +1,6 @@
-"""The protocol rules of both eras, as pure functions: what a request must carry, which era has which
-method, which HTTP status an error gets, and what of an upstream result is the upstream's envelope."""
+"""The protocol rules of both eras, as pure functions. Inbound: what a request must carry, which era
+has which method, which HTTP status an error gets, and what of an upstream result is the upstream's
+envelope. Outbound: what toolsearch sends the upstream as a client of either era."""
 
 from __future__ import annotations
 
@@ -10,12 +11,26 @@ import pytest
 from toolsearch.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError
 from toolsearch.protocol import (
     CLIENT_CAPABILITIES_META,
+    CLIENT_INFO,
+    CLIENT_INFO_META,
     PROTOCOL_VERSION_META,
+    SERVER_INFO,
     SERVER_INFO_META,
+    Era,
     check_legacy_version_header,
     check_modern_request,
+    complete_result,
+    decode_header_value,
+    encode_header_value,
+    legacy_headers,
+    modern_headers,
+    modern_params,
     modern_status,
+    negotiate_legacy_version,
+    param_headers,
     request_era,
+    speaks_only_modern,
+    valid_header_annotations,
     without_envelope,
 )
 
@@ -86,3 +101,217 @@ def test_the_upstream_envelope_is_stripped_and_the_tool_meta_kept() -> None:
 
 def test_an_envelope_only_meta_leaves_no_meta() -> None:
     assert without_envelope({"content": [], "_meta": {SERVER_INFO_META: {}}}) == {"content": []}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "headers", "era"),
+    [
+        ("tools/list", {"_meta": {PROTOCOL_VERSION_META: "2026-07-28"}}, None, "modern"),
+        ("tools/list", {}, {"mcp-protocol-version": "2026-07-28"}, "modern"),
+        ("server/discover", {}, {}, "modern"),
+        ("tools/list", {}, {"mcp-protocol-version": "2025-11-25"}, "legacy"),
+        ("tools/list", {"_meta": {"progressToken": 1}}, None, "legacy"),
+        ("initialize", {"protocolVersion": "2026-07-28"}, {}, "legacy"),
+    ],
+)
+def test_the_era_of_a_request_is_read_from_its_meta_its_header_or_its_method(
+    method: str, params: dict[str, Any], headers: dict[str, str] | None, era: str
+) -> None:
+    assert request_era(method, params, headers) == era
+
+
+@pytest.mark.parametrize(
+    ("requested", "answered"),
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2025-11-25"),
+        (7, "2025-11-25"),
+    ],
+)
+def test_initialize_answers_the_clients_legacy_version_or_the_newest(
+    requested: object, answered: str
+) -> None:
+    assert negotiate_legacy_version(requested) == answered
+
+
+@pytest.mark.parametrize(
+    ("headers", "version"),
+    [(None, "2025-03-26"), ({}, "2025-03-26"), ({"mcp-protocol-version": "2025-06-18"}, "2025-06-18")],
+)
+def test_a_legacy_request_declares_its_version_in_its_header_or_is_2025_03_26(
+    headers: dict[str, str] | None, version: str
+) -> None:
+    assert check_legacy_version_header(headers) == version
+
+
+def test_a_legacy_request_with_an_unknown_version_header_is_unsupported() -> None:
+    with pytest.raises(JsonRpcError) as raised:
+        check_legacy_version_header({"mcp-protocol-version": "1999-01-01"})
+    assert (raised.value.code, raised.value.http_status) == (-32022, 400)
+    assert raised.value.data["requested"] == "1999-01-01"
+
+
+@pytest.mark.parametrize(
+    ("result", "era", "completed"),
+    [
+        (
+            {"tools": []},
+            "modern",
+            {"tools": [], "resultType": "complete", "_meta": {SERVER_INFO_META: SERVER_INFO}},
+        ),
+        (
+            {"resultType": "input_required", "_meta": {"k": 1}},
+            "modern",
+            {"resultType": "input_required", "_meta": {"k": 1, SERVER_INFO_META: SERVER_INFO}},
+        ),
+        ({"tools": [], "resultType": "complete"}, "legacy", {"tools": []}),
+    ],
+)
+def test_a_result_is_marked_for_the_callers_era(
+    result: dict[str, Any], era: Era, completed: dict[str, Any]
+) -> None:
+    assert complete_result(result, era) == completed
+
+
+@pytest.mark.parametrize(
+    ("value", "sent"),
+    [
+        ("github_search", "github_search"),
+        ("two words", "two words"),
+        (" padded", "=?base64?IHBhZGRlZA==?="),
+        ("naïve", "=?base64?bmHDr3Zl?="),
+        ("line\nbreak", "=?base64?bGluZQpicmVhaw==?="),
+        ("=?base64?looks-encoded?=", "=?base64?PT9iYXNlNjQ/bG9va3MtZW5jb2RlZD89?="),
+    ],
+)
+def test_header_values_are_sent_plain_when_safe_else_as_base64_and_read_back(value: str, sent: str) -> None:
+    assert encode_header_value(value) == sent
+    assert decode_header_value(sent) == value
+
+
+def test_a_modern_requests_params_carry_the_envelope_beside_their_own_meta() -> None:
+    params = modern_params({"name": "t", "_meta": {"progressToken": 3}}, {"elicitation": {}})
+    assert params == {
+        "name": "t",
+        "_meta": {
+            "progressToken": 3,
+            PROTOCOL_VERSION_META: "2026-07-28",
+            CLIENT_CAPABILITIES_META: {"elicitation": {}},
+            CLIENT_INFO_META: CLIENT_INFO,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "headers"),
+    [
+        ("tools/list", {}, {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}),
+        (
+            "tools/call",
+            {"name": "clock now"},
+            {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "clock now"},
+        ),
+        (
+            "resources/read",
+            {"uri": "file:///é"},
+            {
+                "mcp-protocol-version": "2026-07-28",
+                "mcp-method": "resources/read",
+                "mcp-name": "=?base64?ZmlsZTovLy/DqQ==?=",
+            },
+        ),
+        ("prompts/get", {}, {"mcp-protocol-version": "2026-07-28", "mcp-method": "prompts/get"}),
+    ],
+)
+def test_a_modern_request_mirrors_its_method_and_name_in_headers(
+    method: str, params: dict[str, Any], headers: dict[str, str]
+) -> None:
+    assert modern_headers(method, params) == headers
+
+
+@pytest.mark.parametrize(
+    ("session_id", "headers"),
+    [
+        ("abc", {"mcp-protocol-version": "2025-06-18", "mcp-session-id": "abc"}),
+        (None, {"mcp-protocol-version": "2025-06-18"}),
+    ],
+)
+def test_a_legacy_request_carries_its_version_and_session(
+    session_id: str | None, headers: dict[str, str]
+) -> None:
+    assert legacy_headers("2025-06-18", session_id) == headers
+
+
+@pytest.mark.parametrize(
+    ("data", "only_modern"),
+    [
+        ({"supported": ["2026-07-28"]}, True),
+        ({"supported": ["2026-07-28", "2025-06-18"]}, False),
+        ({"supported": "2026-07-28"}, False),
+        (None, False),
+    ],
+)
+def test_an_unsupported_version_error_says_whether_the_upstream_speaks_only_modern(
+    data: Any, only_modern: bool
+) -> None:
+    assert speaks_only_modern(data) is only_modern
+
+
+def _annotated(*properties: tuple[str, Any, Any]) -> dict[str, Any]:
+    schema = {name: {"type": kind, "x-mcp-header": header} for name, header, kind in properties}
+    return {"name": "t", "inputSchema": {"type": "object", "properties": schema}}
+
+
+@pytest.mark.parametrize(
+    ("tool", "valid"),
+    [
+        ({"name": "t", "inputSchema": {"type": "object"}}, True),
+        (_annotated(("region", "Region", "string"), ("count", "Count", "integer")), True),
+        (_annotated(("dry", "Dry-Run", "boolean")), True),
+        (_annotated(("region", "Re gion", "string")), False),
+        (_annotated(("region", "", "string")), False),
+        (_annotated(("region", 5, "string")), False),
+        (_annotated(("ratio", "Ratio", "number")), False),
+        (_annotated(("a", "Region", "string"), ("b", "region", "string")), False),
+    ],
+)
+def test_tools_whose_header_annotations_break_the_rules_are_invalid(
+    tool: dict[str, Any], valid: bool
+) -> None:
+    assert valid_header_annotations(tool) is valid
+
+
+def test_annotations_inside_nested_properties_count() -> None:
+    nested = {"type": "object", "properties": {"inner": {"type": "string", "x-mcp-header": "bad name"}}}
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {"outer": nested}}}
+    assert valid_header_annotations(tool) is False
+
+
+@pytest.mark.parametrize(
+    ("arguments", "headers"),
+    [
+        (
+            {"region": "eu-west", "count": 3, "dry": True},
+            {"Mcp-Param-Region": "eu-west", "Mcp-Param-Count": "3", "Mcp-Param-Dry": "true"},
+        ),
+        ({"region": "Zürich"}, {"Mcp-Param-Region": "=?base64?WsO8cmljaA==?="}),
+        ({"count": 2**53}, {}),
+        ({"count": 1.5, "dry": None}, {}),
+        ({}, {}),
+    ],
+)
+def test_annotated_arguments_are_mirrored_in_param_headers(
+    arguments: dict[str, Any], headers: dict[str, str]
+) -> None:
+    schema = _annotated(
+        ("region", "Region", "string"), ("count", "Count", "integer"), ("dry", "Dry", "boolean")
+    )
+    assert param_headers(schema["inputSchema"], arguments) == headers
+
+
+def test_param_headers_follow_nested_properties() -> None:
+    inner = {"type": "object", "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}}}
+    schema = {"type": "object", "properties": {"where": inner}}
+    assert param_headers(schema, {"where": {"zone": "b"}}) == {"Mcp-Param-Zone": "b"}
+    assert param_headers(schema, {"where": "b"}) == {}

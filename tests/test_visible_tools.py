@@ -1,0 +1,67 @@
+"""Which of the tools an upstream lists a caller is shown (`catalog.visible_definitions`): the
+servable ones, at most `--max-catalog-tools`, and from a 2026-07-28 upstream only those whose
+`x-mcp-header` annotations keep the spec's rules."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from toolsearch.catalog import visible_definitions
+from toolsearch.untrusted import MAX_NAME_CHARS
+
+BAD_HEADER = {
+    "name": "bad_header",
+    "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "x-mcp-header": "two words"}}},
+}
+
+
+def _tool(name: str) -> dict[str, Any]:
+    return {"name": name, "inputSchema": {"type": "object"}}
+
+
+async def _pages(*pages: list[Any]) -> AsyncIterator[list[Any]]:
+    for page in pages:
+        yield page
+
+
+async def _names(*pages: list[Any], modern: bool = False, max_tools: int = 100) -> list[str]:
+    return [
+        tool["name"] for tool in await visible_definitions(_pages(*pages), modern=modern, max_tools=max_tools)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pages", "shown"),
+    [
+        ([[_tool("a"), _tool("b")], [_tool("c")]], ["a", "b", "c"]),
+        ([[_tool("a"), "not a tool", 5, None]], ["a"]),
+        ([[_tool("a"), _tool(""), _tool("x" * (MAX_NAME_CHARS + 1)), _tool("bad\x00name")]], ["a"]),
+        ([[], [_tool("a")]], ["a"]),
+    ],
+    ids=["all-pages", "not-objects", "unservable-names", "empty-page"],
+)
+async def test_only_servable_tools_are_shown(pages: list[list[Any]], shown: list[str]) -> None:
+    assert await _names(*pages) == shown
+
+
+async def test_past_the_limit_the_first_tools_are_shown_and_no_more_pages_are_read() -> None:
+    read: list[int] = []
+
+    async def pages() -> AsyncIterator[list[Any]]:
+        for number in range(5):
+            read.append(number)
+            yield [_tool(f"p{number}_{index}") for index in range(3)]
+
+    shown = await visible_definitions(pages(), modern=False, max_tools=4)
+    assert [tool["name"] for tool in shown] == ["p0_0", "p0_1", "p0_2", "p1_0"]
+    assert read == [0, 1]
+
+
+@pytest.mark.parametrize(("modern", "shown"), [(True, ["a"]), (False, ["a", "bad_header"])])
+async def test_broken_header_annotations_hide_a_tool_from_a_modern_upstream_only(
+    modern: bool, shown: list[str]
+) -> None:
+    assert await _names([_tool("a"), BAD_HEADER], modern=modern) == shown
