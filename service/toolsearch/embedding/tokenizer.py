@@ -126,10 +126,14 @@ class SentencePieceTokenizer:
 
     def _body(self, text: str) -> list[int]:
         if set(text) <= self._known and (self._unk_text is None or self._unk_text not in text):
-            return self._pieces.encode(text)
+            return self._encoded(text)
         ids: list[int] = []
         for part, unknown in self._parts(text):
-            ids += [self._unk_id] if unknown else self._pieces.encode(part)
+            ids += [self._unk_id] if unknown else self._encoded(part)
+        return ids
+
+    def _encoded(self, text: str) -> list[int]:
+        ids: list[int] = self._pieces.encode(text)  # sentencepiece ships no type hints
         return ids
 
     def _parts(self, text: str) -> Iterator[tuple[str, bool]]:
