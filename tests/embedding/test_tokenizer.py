@@ -66,7 +66,7 @@ def _write(directory: Path, **style: bool) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "tokenizer.json"
     tokenizer = sentencepiece_tokenizer(
-        PIECES, SCORES, unk_id=3, bos_id=0, eos_id=2, replacements=REPLACEMENTS, **style
+        PIECES, SCORES, unk_id=3, bos_id=0, eos_id=2, normalization=REPLACEMENTS, **style
     )
     tokenizer.save(str(path))
     return path
