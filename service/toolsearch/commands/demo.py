@@ -120,7 +120,9 @@ async def _scripted_client(proxy_url: str, upstream_tools: Mapping[str, Mapping[
 
 
 def _demo_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
-    properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        properties = {}
     hinted = {name: value for name, value in _ARGUMENT_HINTS.items() if name in properties}
     return {**example_arguments(schema), **hinted}
 

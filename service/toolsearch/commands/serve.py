@@ -73,7 +73,8 @@ def _serve(args: argparse.Namespace) -> int:
             log_config=None,
             access_log=False,
             proxy_headers=False,  # X-Forwarded-* count only with --trust-forwarded-headers, in the app
-            timeout_graceful_shutdown=settings.shutdown_grace,
+            # uvicorn annotates whole seconds but waits with asyncio.wait_for, which takes any.
+            timeout_graceful_shutdown=settings.shutdown_grace,  # type: ignore[arg-type]
         )
     # uvicorn re-raises the SIGTERM it handled, which ends the process before this line, except as
     # PID 1 (a container without an init), where the kernel ignores it. Finalizing the interpreter

@@ -77,7 +77,9 @@ class Embedder:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of texts, not a single string")
         form = self.manifest.text_normalization
-        prepared = [prefix + (t if form == "none" else unicodedata.normalize(form.upper(), t)) for t in texts]
+        if form != "none":
+            texts = [unicodedata.normalize("NFC" if form == "nfc" else "NFKC", t) for t in texts]
+        prepared = [prefix + t for t in texts]
         token_ids = self._tokenizer.token_ids(prepared)
         lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
         # All ids end to end, then one padding id that every padded position points at.
@@ -94,7 +96,8 @@ class Embedder:
             ids = flat[np.where(mask, starts[chosen, None] + positions, len(flat) - 1)]
             rows[chosen] = self._run(ids, mask.astype(np.int64))
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
-        return np.divide(rows, norms, out=rows, where=norms > 0)
+        np.divide(rows, norms, out=rows, where=norms > 0)
+        return rows
 
     def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask}
@@ -128,7 +131,8 @@ def _pool(output: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
         return output[:, 0]
     weights = mask.astype(np.float32)
     counts = np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
-    return np.einsum("btd,bt->bd", output, weights) / counts
+    pooled: np.ndarray = np.einsum("btd,bt->bd", output, weights) / counts
+    return pooled
 
 
 def load_model(

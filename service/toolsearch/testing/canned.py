@@ -65,7 +65,8 @@ def example_arguments(input_schema: Mapping[str, Any]) -> dict[str, Any]:
 def _conforms(schema: Mapping[str, Any] | bool, value: Any) -> bool:
     try:
         validator_cls = validator_for(schema)
-        validator_cls.check_schema(schema)
+        # The stubs' Validator protocol takes a dict; jsonschema's validators take any schema, booleans too.
+        validator_cls.check_schema(schema)  # type: ignore[arg-type]
         return validator_cls(schema).is_valid(value)
     except Exception:  # an invalid recorded schema or an unresolvable $ref: no conforming value then
         return False
@@ -104,7 +105,9 @@ def _example_all_of(schema: Mapping[str, Any], root: Any, depth: int) -> Any:
 
 def _example_of_type(schema: Mapping[str, Any], kind: str | None, root: Any, depth: int) -> Any:
     if kind == "object":
-        properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):
+            properties = {}
         required = [name for name in schema.get("required") or () if isinstance(name, str)]
         return {name: _example(properties.get(name, True), root, depth + 1) for name in required}
     if kind == "array":

@@ -283,7 +283,8 @@ class RedisClusterServer:
 
     def _node_id(self, node: RedisServer) -> str:
         with node.client() as client:
-            return client.cluster("myid").decode()
+            node_id: bytes = client.cluster("myid")
+            return node_id.decode()
 
     def _role(self, node: RedisServer) -> str:
         with node.client() as client:

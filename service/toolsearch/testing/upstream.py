@@ -462,7 +462,8 @@ def recorded_tools(
     if unknown:
         raise ValueError(f"no recorded server named {', '.join(unknown)}; known: {', '.join(by_server)}")
     tools = [tool for server in chosen for tool in by_server[server]][:limit]
-    return orjson.loads(orjson.dumps(tools))
+    copies: list[dict[str, Any]] = orjson.loads(orjson.dumps(tools))
+    return copies
 
 
 @cache
