@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from bench.processes import SERVICE_DIR
+from bench.processes import SERVICE_DIR, split_threads
 from bench.report import RESULTS_DIR
 from toolsearch.embedding.manifest import ModelError
 from toolsearch.embedding.profile import ProfilePaths, profile_paths
@@ -28,14 +28,17 @@ def profile_directories(model_dir: str) -> list[Path]:
 
 def profile_label(model_dir: str) -> str:
     """`hybrid (e5+use)` for `models/e5,models/use`: the directories' last components; `hybrid
-    (e5+use, learned)` for a profile directory with a ranker."""
+    (e5+use, learned)` for a profile directory with a ranker; `, 2 threads` for a trailing `@2`."""
     names = "+".join(directory.name for directory in profile_directories(model_dir))
     paths = _profile_paths(model_dir)
-    return f"hybrid ({names}{', learned' if paths is not None and paths.ranker else ''})"
+    threads = split_threads(model_dir)[1]
+    learned = ", learned" if paths is not None and paths.ranker else ""
+    return f"hybrid ({names}{learned}{f', {threads} threads' if threads else ''})"
 
 
 def _named(model_dir: str) -> list[Path]:
-    return [Path(part.strip()) for part in model_dir.split(",") if part.strip()]
+    directories = split_threads(model_dir)[0]
+    return [Path(part.strip()) for part in directories.split(",") if part.strip()]
 
 
 def _profile_paths(model_dir: str) -> ProfilePaths | None:

@@ -94,6 +94,15 @@ def upstream_server(tools: int | None) -> Server:
 
 
 WAIT_FOR_HYBRID = "--embedding-wait=3600"
+THREADS_MARK = "@"
+
+
+def split_threads(model_dir: str) -> tuple[str, int | None]:
+    """A bench profile value's `--model-dir` and, after a trailing `@N`, its `--search-threads`."""
+    directories, mark, threads = model_dir.rpartition(THREADS_MARK)
+    if mark and threads.isdigit() and int(threads) > 0:
+        return directories, int(threads)
+    return model_dir, None
 
 
 def toolsearch_server(
@@ -105,7 +114,8 @@ def toolsearch_server(
     wait_for_hybrid: bool = True,
 ) -> Server:
     """`toolsearch serve` in front of `upstream`, from the sources in `service_dir`; `model_dir` is
-    passed unchanged to `--model-dir` (comma-separated directories: the primary model, then companions).
+    passed unchanged to `--model-dir` (comma-separated directories: the primary model, then companions,
+    or a profile directory), but for a trailing `@N`, which becomes `--search-threads=N`.
 
     With a model, a catalog's first search waits for its embedding (`--embedding-wait` an hour)
     unless `wait_for_hybrid` is off: what is measured is then hybrid search, not the BM25 that
@@ -113,7 +123,10 @@ def toolsearch_server(
     port = free_port()
     command = proxy_command(upstream.mcp_url, port, "--log-level=warning")
     if model_dir is not None:
-        command.append(f"--model-dir={model_dir}")
+        directories, threads = split_threads(model_dir)
+        command.append(f"--model-dir={directories}")
+        if threads is not None:
+            command.append(f"--search-threads={threads}")
         if wait_for_hybrid:
             command.append(WAIT_FOR_HYBRID)
     return Server(name, command, port, env=_python_path(service_dir))

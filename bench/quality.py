@@ -12,14 +12,21 @@ Latency versus catalog size: the same servers over the first 100, 500, 1,500 rec
 the whole catalog, warm (the caller's catalog and its index are built before timing), searched
 with raw `tools/call` POSTs on one keep-alive connection, one at a time. The peer takes about a
 second per search over the whole catalog, so it answers fewer of the queries there.
+
+The hybrid servers share one `--vector-cache-dir` for the run: a tool is embedded once per model
+(by the first server whose catalog holds it), not once per server and size. Only index building
+is faster for it; the searches timed are warm either way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.clients import PEER, TOOLSEARCH, Dialect, RawClient, result_text, sdk_client, tools_call_request
@@ -49,7 +56,7 @@ class Target:
     dialect: Dialect
 
 
-def _targets(options: Options, upstream: Server, size: int | None) -> list[Target]:
+def _targets(options: Options, upstream: Server, size: int | None, vectors: Path) -> list[Target]:
     targets = [
         Target("peer (fastmcp bm25)", peer_server(size, max_results=LIMIT), PEER),
         Target("toolsearch bm25", toolsearch_server(upstream, service_dir=options.service_dir), TOOLSEARCH),
@@ -58,7 +65,8 @@ def _targets(options: Options, upstream: Server, size: int | None) -> list[Targe
         hybrid = toolsearch_server(
             upstream, service_dir=options.service_dir, model_dir=profile.model_dir, name=profile.target
         )
-        targets.append(Target(profile.target, hybrid, TOOLSEARCH))
+        shared = dataclasses.replace(hybrid, command=[*hybrid.command, f"--vector-cache-dir={vectors}"])
+        targets.append(Target(profile.target, shared, TOOLSEARCH))
     return targets
 
 
@@ -101,22 +109,23 @@ def run(options: Options) -> Section:
     peer_share = {size: options.pick(10, 60) if size <= FLOOR_SIZE else options.pick(5, 40) for size in sizes}
     by_size: dict[str, dict[str, Any]] = {}
     figures: dict[str, dict[str, Any]] = {}
-    for size in sizes:
-        upstream = upstream_server(size)
-        targets = _targets(options, upstream, size)
-        print(f"bench: quality: {size:,} tools", file=sys.stderr, flush=True)
-        with running(upstream, *(target.server for target in targets)):
-            for target in targets:
-                _warm(target, texts)
-                timed = texts[: peer_share[size]] if target.dialect is PEER else texts
-                by_size.setdefault(target.name, {})[str(size)] = _raw_latency(target, timed)
-            if size == full_size:
+    with tempfile.TemporaryDirectory(prefix="bench-quality-vectors-") as vectors:
+        for size in sizes:
+            upstream = upstream_server(size)
+            targets = _targets(options, upstream, size, Path(vectors))
+            print(f"bench: quality: {size:,} tools", file=sys.stderr, flush=True)
+            with running(upstream, *(target.server for target in targets)):
                 for target in targets:
-                    rankings, samples = asyncio.run(_sdk_rankings(target, [q["query"] for q in queries]))
-                    figures[target.name] = {
-                        "quality": quality(queries, rankings),
-                        "latency_sdk": latency(samples),
-                    }
+                    _warm(target, texts)
+                    timed = texts[: peer_share[size]] if target.dialect is PEER else texts
+                    by_size.setdefault(target.name, {})[str(size)] = _raw_latency(target, timed)
+                if size == full_size:
+                    for target in targets:
+                        rankings, samples = asyncio.run(_sdk_rankings(target, [q["query"] for q in queries]))
+                        figures[target.name] = {
+                            "quality": quality(queries, rankings),
+                            "latency_sdk": latency(samples),
+                        }
     return _section(options, sizes, queries, by_size, figures)
 
 
