@@ -15,9 +15,9 @@ are printed as they come. Every server listens on 127.0.0.1 and is stopped when 
 
 Each --model-dir is one hybrid profile, passed unchanged to `toolsearch serve --model-dir=` (the
 primary model first, then its companions): `--model-dir models/use --model-dir models/e5,models/use`
-measures `toolsearch hybrid (use)` and `toolsearch hybrid (e5+use)` side by side. A trailing `@N`
-runs that profile with `--search-threads N`: `--model-dir models/default --model-dir models/default@2`
-measures one thread against two.
+measures `toolsearch hybrid (use)` and `toolsearch hybrid (e5+use)` side by side. `@flag=value`
+after a profile runs it with that serve flag: `--model-dir models/default --model-dir
+models/default@embedding-workers=1` measures the default against one model run at a time.
 """
 
 from __future__ import annotations
@@ -52,10 +52,10 @@ def _parser() -> argparse.ArgumentParser:
         "--model-dir",
         action="append",
         default=[],
-        metavar="DIR[,DIR...][@THREADS]",
+        metavar="DIR[,DIR...][@FLAG=VALUE...]",
         help="one hybrid profile: embedding model directories for `toolsearch serve --model-dir`, the "
-        "primary first, or a profile directory; @N runs it with --search-threads N (repeatable: each "
-        "occurrence is measured side by side)",
+        "primary first, or a profile directory; each @flag=value after it is passed to serve as "
+        "--flag=value (repeatable: each occurrence is measured side by side)",
     )
     parser.add_argument(
         "--service-dir",

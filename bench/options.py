@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from bench.processes import SERVICE_DIR, split_threads
+from bench.processes import SERVICE_DIR, split_serve_flags
 from bench.report import RESULTS_DIR
 from toolsearch.embedding.manifest import ModelError
 from toolsearch.embedding.profile import ProfilePaths, profile_paths
@@ -28,16 +28,16 @@ def profile_directories(model_dir: str) -> list[Path]:
 
 def profile_label(model_dir: str) -> str:
     """`hybrid (e5+use)` for `models/e5,models/use`: the directories' last components; `hybrid
-    (e5+use, learned)` for a profile directory with a ranker; `, 2 threads` for a trailing `@2`."""
+    (e5+use, learned)` for a profile directory with a ranker; serve flags after it are named too."""
     names = "+".join(directory.name for directory in profile_directories(model_dir))
     paths = _profile_paths(model_dir)
-    threads = split_threads(model_dir)[1]
+    flags = "".join(f", {flag.removeprefix('--')}" for flag in split_serve_flags(model_dir)[1])
     learned = ", learned" if paths is not None and paths.ranker else ""
-    return f"hybrid ({names}{learned}{f', {threads} threads' if threads else ''})"
+    return f"hybrid ({names}{learned}{flags})"
 
 
 def _named(model_dir: str) -> list[Path]:
-    directories = split_threads(model_dir)[0]
+    directories = split_serve_flags(model_dir)[0]
     return [Path(part.strip()) for part in directories.split(",") if part.strip()]
 
 

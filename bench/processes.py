@@ -94,15 +94,14 @@ def upstream_server(tools: int | None) -> Server:
 
 
 WAIT_FOR_HYBRID = "--embedding-wait=3600"
-THREADS_MARK = "@"
+FLAG_MARK = "@"
 
 
-def split_threads(model_dir: str) -> tuple[str, int | None]:
-    """A bench profile value's `--model-dir` and, after a trailing `@N`, its `--search-threads`."""
-    directories, mark, threads = model_dir.rpartition(THREADS_MARK)
-    if mark and threads.isdigit() and int(threads) > 0:
-        return directories, int(threads)
-    return model_dir, None
+def split_serve_flags(model_dir: str) -> tuple[str, list[str]]:
+    """A bench profile value's `--model-dir` and the `toolsearch serve` flags after it:
+    `models/default@search-threads=2@embedding-workers=1` runs the profile with those two."""
+    directories, *flags = model_dir.split(FLAG_MARK)
+    return directories, [f"--{flag}" for flag in flags if flag]
 
 
 def toolsearch_server(
@@ -115,7 +114,7 @@ def toolsearch_server(
 ) -> Server:
     """`toolsearch serve` in front of `upstream`, from the sources in `service_dir`; `model_dir` is
     passed unchanged to `--model-dir` (comma-separated directories: the primary model, then companions,
-    or a profile directory), but for a trailing `@N`, which becomes `--search-threads=N`.
+    or a profile directory), but for serve flags after it (`split_serve_flags`).
 
     With a model, a catalog's first search waits for its embedding (`--embedding-wait` an hour)
     unless `wait_for_hybrid` is off: what is measured is then hybrid search, not the BM25 that
@@ -123,10 +122,8 @@ def toolsearch_server(
     port = free_port()
     command = proxy_command(upstream.mcp_url, port, "--log-level=warning")
     if model_dir is not None:
-        directories, threads = split_threads(model_dir)
-        command.append(f"--model-dir={directories}")
-        if threads is not None:
-            command.append(f"--search-threads={threads}")
+        directories, flags = split_serve_flags(model_dir)
+        command += [f"--model-dir={directories}", *flags]
         if wait_for_hybrid:
             command.append(WAIT_FOR_HYBRID)
     return Server(name, command, port, env=_python_path(service_dir))

@@ -159,12 +159,14 @@ def _index_builder(
         logger.info("no --model-dir: search is lexical (BM25) only")
         return LexicalIndex.build, None
     from toolsearch.embedding import ModelError
+    from toolsearch.embedding.embedder import usable_cores
     from toolsearch.embedding.profile import load_profile
     from toolsearch.search.hybrid import index_builder
     from toolsearch.search.progressive import EmbeddingWorker
 
     try:
-        profile = load_profile(settings.model_dir, threads=settings.search_threads)
+        workers = settings.embedding_workers or usable_cores()
+        profile = load_profile(settings.model_dir, threads=settings.search_threads, workers=workers)
     except ModelError as error:
         raise ValueError(f"--model-dir: {error}") from None
     embedder, *companions = profile.models

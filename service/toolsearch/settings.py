@@ -160,8 +160,15 @@ class Settings(BaseSettings):
         1,
         ge=1,
         le=64,
-        description="onnxruntime intra-op threads per embedding (1 lets concurrent searches use separate "
-        "cores).",
+        description="onnxruntime intra-op threads per model run (1 lets concurrent searches use separate "
+        "cores; a query's few tokens gain nothing from more).",
+    )
+    embedding_workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Model runs at once while a catalog is embedded, each on one core. 0: the CPUs the "
+        "process may use (its affinity within a cgroup CPU limit), at most 4.",
     )
     vector_cache_dir: str = Field(
         "",

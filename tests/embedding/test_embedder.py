@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from toolsearch.embedding import EmbedderClosed, ModelError, load_model
+from toolsearch.embedding.embedder import cgroup_cpu_limit, usable_cores
 from toolsearch.embedding.manifest import MANIFEST_NAME, MODEL_FILE
 
 from .tiny_models import (
@@ -160,3 +161,47 @@ def test_a_manifest_that_does_not_fit_the_graph_is_refused(tmp_path: Path) -> No
 
     with pytest.raises(ModelError, match="does not fit"):
         load_model(tmp_path / "model")
+
+
+def test_parallel_runs_embed_a_catalog_as_one_run_at_a_time_does(tmp_path: Path) -> None:
+    write_model(tmp_path / "model")
+    texts = ["find search list create delete", "tool", "issue issues", "weather file files", "pull"] * 7
+
+    serial = load_model(tmp_path / "model", batch_tokens=8).embed_passages(texts)
+    parallel = load_model(tmp_path / "model", batch_tokens=8, workers=3).embed_passages(texts)
+
+    np.testing.assert_array_equal(parallel, serial)
+
+
+def test_a_closed_embedder_with_workers_starts_no_run(model_dir: Path) -> None:
+    embedder = load_model(model_dir, batch_tokens=8, workers=2)
+    embedder.close()
+
+    with pytest.raises(EmbedderClosed):
+        embedder.embed_passages(["find search list create delete", "tool", "issue issues"])
+
+
+@pytest.mark.parametrize(
+    ("files", "limit"),
+    [
+        ({"cpu.max": "150000 100000\n"}, 1.5),
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "200000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 2.0),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({}, None),
+    ],
+)
+def test_the_cgroup_cpu_limit_is_read_from_v2_or_v1_files(
+    tmp_path: Path, files: dict[str, str], limit: float | None
+) -> None:
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(content)
+
+    assert cgroup_cpu_limit(tmp_path) == limit
+
+
+def test_usable_cores_stay_within_the_cgroup_limit(tmp_path: Path) -> None:
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+
+    assert usable_cores(most=8, cgroup=tmp_path) == 1

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
+import os
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +44,7 @@ class Embedder:
         session: ort.InferenceSession,
         tokenizer: TextTokenizer,
         batch_tokens: int,
+        workers: int = 1,
     ) -> None:
         self.manifest = manifest
         self._session = session
@@ -52,6 +56,13 @@ class Embedder:
         self.fingerprint = hashlib.sha256(canonical).hexdigest()
         """Identity of the model and of how it is used: equal fingerprints, equal vectors."""
         self._closed = False
+        # Texts that need several model runs (a catalog, not a query) spread them over `workers`
+        # threads, each run on one core: onnxruntime lets the GIL go while it runs.
+        self._workers = (
+            ThreadPoolExecutor(workers, thread_name_prefix=f"toolsearch-{manifest.name}")
+            if workers > 1
+            else None
+        )
 
     @property
     def name(self) -> str:
@@ -72,6 +83,8 @@ class Embedder:
         current run (a batch of `batch_tokens`). For shutdown: a thread still inside onnxruntime
         when the interpreter finalizes aborts the process."""
         self._closed = True
+        if self._workers is not None:
+            self._workers.shutdown(wait=False, cancel_futures=True)
 
     def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
@@ -88,16 +101,39 @@ class Embedder:
         )
         starts = np.cumsum(lengths) - lengths
         rows = np.zeros((len(token_ids), self.dimensions), dtype=np.float32)
-        for chosen in _batches(np.argsort(lengths, kind="stable"), lengths, self._batch_tokens):
+
+        def run(chosen: np.ndarray) -> np.ndarray:
             if self._closed:
                 raise EmbedderClosed(f"the embedding model {self.name} was closed")
             positions = np.arange(max(int(lengths[chosen].max()), 1))
             mask = positions < lengths[chosen, None]
             ids = flat[np.where(mask, starts[chosen, None] + positions, len(flat) - 1)]
-            rows[chosen] = self._run(ids, mask.astype(np.int64))
+            return self._run(ids, mask.astype(np.int64))
+
+        batches = list(_batches(np.argsort(lengths, kind="stable"), lengths, self._batch_tokens))
+        for chosen, batch_rows in zip(batches, self._runs(run, batches), strict=True):
+            rows[chosen] = batch_rows
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         np.divide(rows, norms, out=rows, where=norms > 0)
         return rows
+
+    def _runs(
+        self, run: Callable[[np.ndarray], np.ndarray], batches: list[np.ndarray]
+    ) -> Iterator[np.ndarray]:
+        """`run` of each batch, in order: on the workers when there are several batches."""
+        if self._workers is None or len(batches) < 2:
+            yield from map(run, batches)
+            return
+        closed = EmbedderClosed(f"the embedding model {self.name} was closed")
+        try:
+            # `map` yields in order and re-raises a run's error; every run has ended when it is done.
+            yield from self._workers.map(run, batches)
+        except RuntimeError as error:  # the workers were shut down before this could start
+            if not self._closed:
+                raise
+            raise closed from error
+        except CancelledError:  # `close` cancelled the runs not started
+            raise closed from None
 
     def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask}
@@ -136,13 +172,20 @@ def _pool(output: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
 
 
 def load_model(
-    directory: Path | str, threads: int = 1, *, batch_tokens: int = 512, verify: bool = True
+    directory: Path | str,
+    threads: int = 1,
+    *,
+    workers: int = 1,
+    batch_tokens: int = 512,
+    verify: bool = True,
 ) -> Embedder:
     """Load a model directory, checking its files against the manifest first (unless `verify` is off).
 
-    `threads` is onnxruntime's intra-op thread count: 1 keeps each embedding on one core, so
-    concurrent searches scale across cores; more lowers the latency of one large embedding job.
-    `batch_tokens` bounds each model run's padded size (texts × longest text, in tokens).
+    `threads` is onnxruntime's intra-op thread count: 1 keeps each model run on one core, so
+    concurrent searches scale across cores (on a query's few tokens, a second thread costs more
+    in waking it than it saves). `workers` is how many model runs one embedding of many texts (a
+    catalog) makes at once, each on its own core. `batch_tokens` bounds each model run's padded
+    size (texts × longest text, in tokens).
     """
     directory = Path(directory)
     # Searching with a model multiplies a query vector by every tool's: under a millisecond on one
@@ -155,7 +198,7 @@ def load_model(
     tokenizer = load_tokenizer(directory / TOKENIZER_FILE, manifest.max_tokens)
     session = _session(directory / MODEL_FILE, threads)
     _check_signature(session, manifest, directory)
-    return Embedder(manifest, session, tokenizer, batch_tokens)
+    return Embedder(manifest, session, tokenizer, batch_tokens, workers)
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:
@@ -195,3 +238,28 @@ def _check_signature(session: ort.InferenceSession, manifest: ModelManifest, dir
             f"output {output.name} of {directory / MODEL_FILE} has shape {output.shape}, which does not fit "
             f"pooling {manifest.pooling!r} with {manifest.dimensions} dimensions"
         )
+
+
+def usable_cores(most: int = 4, cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The CPUs this process may run on (its affinity, within the CPU limit of its `cgroup`, such
+    as a container's), at most `most`: more parallel model runs than cores only contend."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = cgroup_cpu_limit(cgroup)
+    if quota is not None:
+        cores = min(cores, max(1, math.floor(quota)))
+    return max(1, min(cores, most))
+
+
+def cgroup_cpu_limit(cgroup: Path) -> float | None:
+    """The CPU limit of a cgroup in CPUs (v2 `cpu.max`, else v1's CFS quota), or None for none."""
+    for quota_file, period_file in (("cpu.max", None), ("cpu/cpu.cfs_quota_us", "cpu/cpu.cfs_period_us")):
+        try:
+            fields = (cgroup / quota_file).read_text().split()
+            if period_file is not None:
+                fields.append((cgroup / period_file).read_text().strip())
+        except OSError:
+            continue
+        if len(fields) >= 2 and fields[0].isdigit() and fields[1].isdigit() and int(fields[1]) > 0:
+            return int(fields[0]) / int(fields[1])
+        return None  # "max" (v2) or -1 (v1): no limit
+    return None

@@ -68,10 +68,11 @@ def profile_paths(directories: Sequence[Path | str]) -> ProfilePaths:
     return ProfilePaths(models, ranker)
 
 
-def load_profile(directories: Sequence[Path | str], threads: int = 1) -> Profile:
-    """The models (and ranker) that `--model-dir` names, each checked against its digests."""
+def load_profile(directories: Sequence[Path | str], threads: int = 1, workers: int = 1) -> Profile:
+    """The models (and ranker) that `--model-dir` names, each checked against its digests; `threads`
+    and `workers` as `load_model` takes them."""
     paths = profile_paths(directories)
-    models = tuple(load_model(path, threads=threads) for path in paths.models)
+    models = tuple(load_model(path, threads=threads, workers=workers) for path in paths.models)
     ranker = Ranker.load(paths.ranker) if paths.ranker is not None else None
     profile = Profile(models, ranker)
     if ranker is not None and not ranker.fits(profile.fingerprints):
