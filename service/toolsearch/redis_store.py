@@ -38,6 +38,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -136,22 +137,23 @@ def connect(url: str, *, timeout: float) -> redis.Redis | RedisCluster:
     if parts.scheme not in ("redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"):
         return redis.Redis.from_url(url, **options)
     hosts = parts.netloc.rpartition("@")[2]
-    credentials = {
-        "username": unquote(parts.username) if parts.username else None,
-        "password": unquote(parts.password) if parts.password else None,
-        "ssl": parts.scheme.startswith("rediss"),
-    }
+    username = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password else None
+    ssl = parts.scheme.startswith("rediss")
     if parts.scheme.endswith("+cluster"):
         if not hosts or parts.path.strip("/") not in ("", "0"):
             raise ValueError(f"a cluster URL names its nodes, and no database but 0: {_redact(url)}")
         nodes = [ClusterNode(*_host_port(host, 6379)) for host in hosts.split(",")]
-        return RedisCluster(startup_nodes=nodes, **options, **credentials)
+        return RedisCluster(startup_nodes=nodes, username=username, password=password, ssl=ssl, **options)
     service, _, db = parts.path.strip("/").partition("/")
     if not hosts or not service:
         raise ValueError(f"a Sentinel URL names its sentinels and service: {_redact(url)}")
     sentinels = [_host_port(host, 26379) for host in hosts.split(",")]
     sentinel = Sentinel(sentinels, sentinel_kwargs=dict(options), **options)
-    return sentinel.master_for(service, **options, **credentials, db=int(db or 0))
+    master: redis.Redis = sentinel.master_for(
+        service, username=username, password=password, ssl=ssl, db=int(db or 0), **options
+    )
+    return master
 
 
 def _host_port(address: str, default_port: int) -> tuple[str, int]:
@@ -310,7 +312,11 @@ class RedisCatalogStore:
         if not digests:
             return {}
         pins_key = self._key("pins", key)
-        args = [int(replace), int(PINS_TTL * 1000), *(part for pair in digests.items() for part in pair)]
+        args: list[int | str] = [
+            int(replace),
+            int(PINS_TTL * 1000),
+            *(part for pair in digests.items() for part in pair),
+        ]
         try:
             before = await self._ask(lambda: self._pin_digests(keys=[pins_key], args=args))
         except _Corrupt:
@@ -325,11 +331,11 @@ class RedisCatalogStore:
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), _FETCH_CHUNK):
             chunk = keys[start : start + _FETCH_CHUNK]
-            values = await self._ask(lambda chunk=chunk: self._get_many(chunk))
+            values = await self._ask(partial(self._get_many, chunk))
             for digest, key, raw in zip(digests[start:], chunk, values, strict=False):
                 if raw is None:
                     continue
-                if not raw or len(raw) % 4:
+                if not isinstance(raw, bytes) or not raw or len(raw) % 4:
                     await self._discard(key)
                     continue
                 found[digest] = np.frombuffer(raw, dtype="<f4")
@@ -368,7 +374,7 @@ class RedisCatalogStore:
     def _key(self, kind: str, name: str) -> str:
         return f"{self._prefix}{kind}:{name}"
 
-    def _get_many(self, keys: list[str]) -> Awaitable[list[bytes | None]]:
+    def _get_many(self, keys: list[str]) -> Awaitable[list[bytes | str | None]]:
         """MGET, split per slot on a cluster (which refuses one MGET across slots)."""
         if isinstance(self._redis, RedisCluster):
             return self._redis.mget_nonatomic(keys)
@@ -417,12 +423,13 @@ class RedisCatalogStore:
             await self._ask(lambda: self._redis.delete(*keys))
 
     async def _tools(self, digests: Sequence[str]) -> tuple[Tool, ...]:
-        tools = {digest: self._known.get(digest) for digest in digests}
-        missing = [digest for digest, tool in tools.items() if tool is None]
+        known = {digest: self._known.get(digest) for digest in digests}
+        tools = {digest: tool for digest, tool in known.items() if tool is not None}
+        missing = [digest for digest in known if digest not in tools]
         for start in range(0, len(missing), _FETCH_CHUNK):
             chunk = missing[start : start + _FETCH_CHUNK]
             keys = [self._key("tool", digest) for digest in chunk]
-            values = await self._ask(lambda keys=keys: self._get_many(keys))
+            values = await self._ask(partial(self._get_many, keys))
             unusable = []
             for digest, key, raw in zip(chunk, keys, values, strict=True):
                 tool = _decode_tool(raw, self._interner)
@@ -433,7 +440,7 @@ class RedisCatalogStore:
             if unusable:  # the relisting that follows writes them again
                 await self._discard(*unusable)
                 raise _Corrupt
-        return tuple(tools[digest] for digest in digests)  # type: ignore[misc]
+        return tuple(tools[digest] for digest in digests)
 
     async def _put_tools(self, tools: Sequence[Tool]) -> None:
         async def renew() -> list[Any]:
@@ -451,7 +458,7 @@ class RedisCatalogStore:
         renewed = await self._ask(renew)
         missing = [tool for tool, exists in zip(tools, renewed, strict=True) if not exists]
         for start in range(0, len(missing), _FETCH_CHUNK):
-            await self._ask(lambda chunk=missing[start : start + _FETCH_CHUNK]: write(chunk))
+            await self._ask(partial(write, missing[start : start + _FETCH_CHUNK]))
         for tool in tools:
             self._known[tool.digest] = tool
 
@@ -518,8 +525,8 @@ def _catalog_fields(raw_listed_at: Any, raw_body: Any) -> tuple[float, dict[str,
     return listed_at, body
 
 
-def _toolset_digests(raw: bytes | None, toolset: str) -> list[str]:
-    if raw is None or len(raw) % _DIGEST_BYTES:
+def _toolset_digests(raw: bytes | str | None, toolset: str) -> list[str]:
+    if not isinstance(raw, bytes) or len(raw) % _DIGEST_BYTES:
         raise _Corrupt
     digests = [raw[start : start + _DIGEST_BYTES].hex() for start in range(0, len(raw), _DIGEST_BYTES)]
     if hashlib.sha256("\n".join(digests).encode()).hexdigest() != toolset:
@@ -527,7 +534,7 @@ def _toolset_digests(raw: bytes | None, toolset: str) -> list[str]:
     return digests
 
 
-def _decode_tool(raw: bytes | None, interner: ToolInterner) -> Tool | None:
+def _decode_tool(raw: bytes | str | None, interner: ToolInterner) -> Tool | None:
     if raw is None:
         return None
     try:
