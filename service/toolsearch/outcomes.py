@@ -26,12 +26,13 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections import Counter, OrderedDict, deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 import orjson
+from cachetools import TLRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import Identifier, TokenIdentifier
@@ -78,26 +79,25 @@ class _Record:
 
 
 class MemoryOutcomes:
-    """`OutcomeMemory` in this process, least recently active callers dropped beyond `max_callers`."""
+    """`OutcomeMemory` in this process: a record lives until its `expires_at`, and the least recently
+    active callers' are dropped beyond `max_callers`."""
 
     def __init__(self, max_callers: int = _MAX_CALLERS, clock: Callable[[], float] = time.monotonic) -> None:
-        self._records: OrderedDict[str, _Record] = OrderedDict()
-        self._max_callers = max_callers
+        self._records: TLRUCache[str, _Record] = TLRUCache(
+            max_callers, ttu=lambda _caller, record, _now: record.expires_at, timer=clock
+        )
         self._clock = clock
 
     async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
-        record = self._live(caller)
+        record = self._records.get(caller)
         replaced = record is not None and record.search is not None
         shown = record.shown if record is not None else set()
         shown.update(ranks)
         self._records[caller] = _Record(search, dict(ranks), shown, self._clock() + window + _GRACE_SECONDS)
-        self._records.move_to_end(caller)
-        while len(self._records) > self._max_callers:
-            self._records.popitem(last=False)
         return replaced
 
     async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
-        record = self._live(caller)
+        record = self._records.get(caller)
         if record is None:
             return None, False
         ranks = record.ranks if record.search is not None else None
@@ -110,13 +110,6 @@ class MemoryOutcomes:
             return False
         record.search, record.ranks = None, {}
         return True
-
-    def _live(self, caller: str) -> _Record | None:
-        record = self._records.get(caller)
-        if record is not None and record.expires_at <= self._clock():
-            del self._records[caller]
-            return None
-        return record
 
 
 # One hash per caller: `search` (the pending search's id), `ranks` (its tools' ranks, JSON) and a

@@ -14,12 +14,12 @@ cannot compile, is left to the upstream. A schema that combines `patternProperti
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import regex
+from cachetools import LRUCache, cached
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
@@ -37,7 +37,6 @@ _MAX_VALIDATORS = 4096
 PATTERN_SECONDS = 0.05
 """Longest a schema's regular expression may take on one string before it is left unjudged."""
 _MAX_SCHEMA_NODES = 100_000
-_validators: OrderedDict[str, Validator | None] = OrderedDict()
 _bounded_classes: dict[type[Validator], type[Validator]] = {}
 
 
@@ -133,15 +132,10 @@ def _compile(schema: Mapping[str, Any]) -> Validator | None:
     return _bounded(cls)(schema)
 
 
+@cached(LRUCache(_MAX_VALIDATORS), key=lambda key, _schema: key)
 def _validator(key: str, schema: Mapping[str, Any]) -> Validator | None:
     """The compiled schema, kept (least recently used dropped) under a key naming its content."""
-    if key in _validators:
-        _validators.move_to_end(key)
-        return _validators[key]
-    validator = _validators[key] = _compile(schema)
-    if len(_validators) > _MAX_VALIDATORS:
-        _validators.popitem(last=False)
-    return validator
+    return _compile(schema)
 
 
 def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any], *, key: str) -> list[str]:

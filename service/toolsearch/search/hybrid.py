@@ -37,12 +37,12 @@ import dataclasses
 import functools
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from cachetools import LRUCache
 
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.profile import Profile
@@ -140,9 +140,8 @@ class QueryVectors:
 
     def __init__(self, embedder: Embedder, max_queries: int = 4096) -> None:
         self.embedder = embedder
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._max_queries = max_queries
-        self._lock = threading.Lock()
+        self._vectors: LRUCache[str, np.ndarray] = LRUCache(max_queries)
+        self._lock = threading.Lock()  # searches run in worker threads
 
     def __call__(self, query: str) -> np.ndarray:
         return self._vectors_of([query])[query]
@@ -155,21 +154,14 @@ class QueryVectors:
         return np.stack([found[query] for query in queries])
 
     def _vectors_of(self, queries: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
         with self._lock:
-            for query in queries:
-                vector = self._vectors.get(query)
-                if vector is not None:
-                    self._vectors.move_to_end(query)
-                    found[query] = vector
-        missing = [query for query in dict.fromkeys(queries) if query not in found]
+            cached = {query: self._vectors.get(query) for query in queries}
+        found = {query: vector for query, vector in cached.items() if vector is not None}
+        missing = [query for query in cached if query not in found]
         if missing:
             found.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
             with self._lock:
-                for query in missing:
-                    self._vectors[query] = found[query]
-                while len(self._vectors) > self._max_queries:
-                    self._vectors.popitem(last=False)
+                self._vectors.update((query, found[query]) for query in missing)
         return found
 
     def __len__(self) -> int:

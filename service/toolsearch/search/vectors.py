@@ -20,12 +20,12 @@ import struct
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from cachetools import LRUCache
 
 logger = logging.getLogger(__name__)
 
@@ -42,34 +42,20 @@ class MemoryVectorCache:
     """Tool vectors in this process, least recently used dropped past `max_vectors`."""
 
     def __init__(self, max_vectors: int = 100_000) -> None:
-        self._vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-        self._max_vectors = max_vectors
-        self._lock = threading.Lock()
+        self._vectors: LRUCache[tuple[str, str], np.ndarray] = LRUCache(max_vectors)
+        self._lock = threading.Lock()  # index builds run in worker threads
 
     def __len__(self) -> int:
         return len(self._vectors)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._vectors.clear()
-
     def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        found = {}
         with self._lock:
-            for digest in digests:
-                vector = self._vectors.get((model, digest))
-                if vector is not None:
-                    self._vectors.move_to_end((model, digest))
-                    found[digest] = vector
-        return found
+            found = {digest: self._vectors.get((model, digest)) for digest in digests}
+        return {digest: vector for digest, vector in found.items() if vector is not None}
 
     def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
         with self._lock:
-            for digest, vector in vectors.items():
-                self._vectors[(model, digest)] = vector
-                self._vectors.move_to_end((model, digest))
-            while len(self._vectors) > self._max_vectors:
-                self._vectors.popitem(last=False)
+            self._vectors.update(((model, digest), vector) for digest, vector in vectors.items())
 
 
 class LayeredVectorCache:
