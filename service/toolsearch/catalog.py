@@ -20,10 +20,12 @@ import dataclasses
 import logging
 import time
 import weakref
-from collections import Counter, OrderedDict
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections import Counter
+from collections.abc import AsyncIterable, Callable, Coroutine, Sequence
 from contextlib import aclosing, suppress
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
+
+from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
@@ -45,6 +47,23 @@ _POLL_SECONDS: Final = 0.05
 """How often a replica waiting for another one's first listing looks for it."""
 _MAX_WAIT_SECONDS: Final = 30.0
 """How long it waits at most before listing itself (the other one may be stuck)."""
+
+_T = TypeVar("_T")
+
+
+class _SingleFlight(Generic[_T]):
+    """Work by key that concurrent callers share: the first one starts it, the others await the
+    same task. Shielded, so that a caller who gives up does not cancel it for the rest."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, asyncio.Task[_T]] = {}
+
+    async def run(self, key: str, work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+        task = self.running.get(key)
+        if task is None:
+            task = self.running[key] = asyncio.create_task(work())
+            task.add_done_callback(lambda _: self.running.pop(key, None))
+        return await asyncio.shield(task)
 
 
 class Toolset:
@@ -181,15 +200,14 @@ class CatalogService:
         self._clock = clock
         self._identifier = identifier or TokenIdentifier()
         self._interner = interner or ToolInterner()
-        self._listings: dict[str, asyncio.Task[CatalogRecord]] = {}
+        self._listings: _SingleFlight[CatalogRecord] = _SingleFlight()
         self._refreshing: set[str] = set()
         self._writing_back: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
-        self._catalogs: OrderedDict[str, Catalog] = OrderedDict()
-        self._max_materialized = max_materialized
+        self._catalogs: LRUCache[str, Catalog] = LRUCache(max_materialized)
         self._max_tools = max_tools
         self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
-        self._toolset_builds: dict[str, asyncio.Task[Toolset]] = {}
+        self._toolset_builds: _SingleFlight[Toolset] = _SingleFlight()
         self.listings = 0
         """Upstream listings made by this process (a counter for metrics)."""
 
@@ -234,9 +252,10 @@ class CatalogService:
         }
 
     async def aclose(self) -> None:
-        for task in [*self._background, *self._listings.values()]:
+        tasks = [*self._background, *self._listings.running.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._background, *self._listings.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self._store.aclose()
         await self._identifier.aclose()
 
@@ -258,8 +277,6 @@ class CatalogService:
                 self._write_back(key, local)  # the store lost it (restart, eviction) or holds an older one
         except StoreUnavailable:
             pass
-        if local is not None:
-            self._catalogs.move_to_end(key)
         return local
 
     async def _stored_fresh(self, key: str) -> CatalogRecord | None:
@@ -277,13 +294,7 @@ class CatalogService:
 
     async def _list_once(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord:
         """Single flight: concurrent requests of one caller share one upstream listing."""
-        key = identity.key
-        task = self._listings.get(key)
-        if task is None:
-            task = asyncio.create_task(self._list_shared(identity, caller))
-            self._listings[key] = task
-            task.add_done_callback(lambda _: self._listings.pop(key, None))
-        return await asyncio.shield(task)
+        return await self._listings.run(identity.key, lambda: self._list_shared(identity, caller))
 
     async def _list_shared(self, identity: CallerIdentity, caller: CallerHeaders) -> CatalogRecord:
         """A first listing: made here under the store's lease, or awaited from the replica that holds it."""
@@ -356,7 +367,7 @@ class CatalogService:
     ) -> None:
         """`_refresh` (or, when the upstream said the tools changed, `_relist`), once at a time per key."""
         key = identity.key
-        if key in self._listings or key in self._refreshing:
+        if key in self._listings.running or key in self._refreshing:
             return
         self._refreshing.add(key)
         work = self._relist(identity, caller) if relist else self._refresh(identity, caller)
@@ -405,9 +416,6 @@ class CatalogService:
             if current is not None and current.listed_at > catalog.listed_at:
                 catalog = current
             self._catalogs[key] = catalog
-        self._catalogs.move_to_end(key)
-        while len(self._catalogs) > self._max_materialized:
-            self._catalogs.popitem(last=False)
         return catalog
 
     async def _quarantined(self, key: str, tools: Sequence[Tool]) -> dict[str, str]:
@@ -427,12 +435,7 @@ class CatalogService:
         toolset = self._toolsets.get(digest)
         if toolset is not None:
             return toolset
-        task = self._toolset_builds.get(digest)
-        if task is None:
-            task = asyncio.create_task(self._build_toolset(tools, digest))
-            self._toolset_builds[digest] = task
-            task.add_done_callback(lambda _: self._toolset_builds.pop(digest, None))
-        return await asyncio.shield(task)
+        return await self._toolset_builds.run(digest, lambda: self._build_toolset(tools, digest))
 
     async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
         # The index and the flags of a new catalog take a while: off the event loop.
