@@ -179,6 +179,17 @@ def test_catalog_words_are_those_of_two_tools_or_more(tools: list[Tool]) -> None
     assert "weather" not in words
 
 
+def test_catalog_words_are_the_runs_of_english_letters_in_the_words_of_tool_texts() -> None:
+    interner = ToolInterner()
+    tools = [
+        interner.intern(
+            {"name": f"net_{verb}Ipv4Address", "description": "Network address.", "inputSchema": {}}
+        )
+        for verb in ("get", "set")
+    ]
+    assert catalog_words(tools) == ["address", "ipv", "net", "network"]
+
+
 def test_nearest_words_come_from_the_catalog(tools: list[Tool], embedder: Embedder) -> None:
     semantic, query_vectors = _semantic(tools, embedder)
     nearest = semantic.nearest_words(query_vectors("issue"), 2)

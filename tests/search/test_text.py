@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from toolsearch.search.text import analyze, fold, terms
+from toolsearch.search.text import analyze, fold, split_words, terms
 
 
 def test_camel_case_words_yield_their_parts_and_themselves() -> None:
     assert terms("getPullRequest") == ["getpullrequest", "get", "pull", "request"]
+
+
+def test_words_are_split_as_the_analyzer_reads_them_a_camel_case_word_as_its_parts() -> None:
+    assert split_words("getPullRequest github_create-issue.v2 Crème") == [
+        "get",
+        "pull",
+        "request",
+        "github",
+        "create",
+        "issue",
+        "v2",
+        "crème",
+    ]
 
 
 def test_an_acronym_before_a_word_splits_from_it() -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -32,6 +32,7 @@ from toolsearch.embedding import Embedder
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import stopwords
 from toolsearch.search.documents import tool_fields
+from toolsearch.search.text import split_words
 from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool
 
@@ -50,8 +51,7 @@ _MIN_WORD_TOOLS = 2
 _MIN_WORD_CHARS = 3
 _WORD_SOURCE_CHARS = 1000
 """Words are taken from the start of a description: what it is for, before the details."""
-_LETTER_RUNS = re.compile(r"[A-Za-z]+")
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_ENGLISH_LETTERS = re.compile(r"[a-z]+")
 _ENGLISH_STOPWORDS = frozenset(stopwords.ENGLISH.split())
 _T = TypeVar("_T")
 
@@ -78,8 +78,9 @@ def _joined(*parts: str) -> str:
     return ". ".join(part.strip() for part in parts if part.strip())
 
 
-def _words(tool: Tool) -> Iterator[str]:
-    """The distinct lower-case words of a tool's name, title, description start and parameters."""
+def _words(tool: Tool) -> set[str]:
+    """The distinct runs of English letters (three or more, no stopword) in the words (`split_words`)
+    of a tool's name, title, description start and parameters."""
     fields = tool_fields(tool)
     source = " ".join(
         (
@@ -89,13 +90,12 @@ def _words(tool: Tool) -> Iterator[str]:
             fields["parameter_names"],
         )
     )
-    found = set()
-    for run in _LETTER_RUNS.findall(source):
-        for part in _CAMEL_BOUNDARY.split(run):
-            word = part.lower()
-            if len(word) >= _MIN_WORD_CHARS and word not in _ENGLISH_STOPWORDS:
-                found.add(word)
-    return iter(found)
+    return {
+        letters
+        for word in split_words(source)
+        for letters in _ENGLISH_LETTERS.findall(word)
+        if len(letters) >= _MIN_WORD_CHARS and letters not in _ENGLISH_STOPWORDS
+    }
 
 
 def catalog_words(tools: Sequence[Tool]) -> list[str]:

@@ -186,6 +186,18 @@ def _forms(text: str) -> tuple[list[str], list[int], list[str]]:
     return forms, part_counts, grams
 
 
+def split_words(text: str) -> list[str]:
+    """The casefolded words of `text`, a camelCase word as its parts (`getUser` -> `get`, `user`):
+    what the analyzer reads before it stems, CJK left out."""
+    forms, part_counts, _ = _forms(text)
+    found: list[str] = []
+    position = 0
+    for part_count in part_counts:
+        found.extend(forms[position + 1 : position + 1 + part_count] if part_count else [forms[position]])
+        position += 1 + part_count
+    return found
+
+
 def _folded(forms: list[str]) -> list[str]:
     # Forms hold no newline: fold them all in one call.
     return "\n".join(forms).translate(_FOLD).split("\n") if forms else []
