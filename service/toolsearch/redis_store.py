@@ -195,6 +195,7 @@ class RedisCatalogStore:
         self._release = client.register_script(_RELEASE)
         self._renew = client.register_script(_RENEW)
         self._pin_digests = client.register_script(_PIN_DIGESTS)
+        self._renewals: set[asyncio.Task[None]] = set()
         self._down_since: float | None = None
         self._retry_at = 0.0
         self.outages = 0
@@ -287,13 +288,18 @@ class RedisCatalogStore:
                 await self._discard(lock_key)  # not a lease of ours: it would never expire
             yield False
             return
-        renewal = asyncio.create_task(self._keep_lease(lock_key, owner))
+        released = asyncio.Event()
+        renewal = asyncio.create_task(self._keep_lease(lock_key, owner, released))
+        self._renewals.add(renewal)
+        renewal.add_done_callback(self._renewals.discard)
         try:
             yield True
         finally:
-            renewal.cancel()
-            with suppress(StoreUnavailable, _Corrupt, asyncio.CancelledError):
-                await renewal
+            # Told to stop, not cancelled: redis-py on Python 3.11 can swallow a cancellation that
+            # lands as a command completes, and a renewal that outlived it would hold the lease, and
+            # this request waiting for it, forever. It stops by itself; its last renewal, if one is
+            # on the way, finds the lease gone and changes nothing.
+            released.set()
             with suppress(StoreUnavailable, _Corrupt):
                 await self._ask(lambda: self._release(keys=[lock_key], args=[owner]))
 
@@ -462,10 +468,13 @@ class RedisCatalogStore:
         for tool in tools:
             self._known[tool.digest] = tool
 
-    async def _keep_lease(self, lock_key: str, owner: str) -> None:
-        """Renew the lease while the listing runs; a crashed holder stops renewing and its lease expires."""
+    async def _keep_lease(self, lock_key: str, owner: str, released: asyncio.Event) -> None:
+        """Renew the lease until `released`; a crashed holder stops renewing and its lease expires."""
         while True:
-            await asyncio.sleep(self._lease_ms / 3000)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(released.wait(), self._lease_ms / 3000)
+            if released.is_set():
+                return
             with suppress(StoreUnavailable, _Corrupt):
                 if not await self._ask(lambda: self._renew(keys=[lock_key], args=[owner, self._lease_ms])):
                     return

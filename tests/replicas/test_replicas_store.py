@@ -160,6 +160,36 @@ async def test_a_lease_is_released_only_by_its_owner(redis_server) -> None:
         assert client.get("toolsearch:lock:caller") == b"next-holder"
 
 
+async def test_leaving_a_lease_does_not_wait_for_a_renewal_that_ignores_cancellation(
+    redis_server, monkeypatch
+) -> None:
+    # redis-py on Python 3.11 can swallow a cancellation that lands as a command completes; a
+    # renewal stuck so must not keep its holder, or the lease, forever.
+    renewing, finish = asyncio.Event(), asyncio.Event()
+
+    async def renewal_ignoring_cancellation(**_: object) -> int:
+        renewing.set()
+        while not finish.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await finish.wait()
+        return 0
+
+    async with opened(redis_server.url, lease_ttl=0.03) as holder, opened(redis_server.url) as other:
+        monkeypatch.setattr(holder, "_renew", renewal_ignoring_cancellation)
+
+        async def hold() -> None:
+            async with holder.lease("caller") as held:
+                assert held
+                await renewing.wait()
+
+        leaving = asyncio.ensure_future(hold())
+        done, _ = await asyncio.wait({leaving}, timeout=5)
+        finish.set()
+        assert leaving in done, "the holder was still waiting for its renewal"
+        async with other.lease("caller") as taken:
+            assert taken
+
+
 async def test_tool_embeddings_are_kept_per_model_and_tool_digest(redis_server) -> None:
     first, second = TOOLS[0].digest, TOOLS[1].digest
     vector = np.arange(8, dtype=np.float32) / 8
