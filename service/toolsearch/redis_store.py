@@ -11,8 +11,11 @@ Layout under a prefix (default `toolsearch:`), every key with a TTL:
 - `vectors:<model>:<digest>`: one tool's embedding under one model, float32 little-endian.
 - `lock:<key>`: the lease of the replica listing `<key>` now (SET NX PX, renewed while it lists,
   deleted only by its owner).
-- `pins:<key>`: a hash, tool name -> the digest first listed for it under `<key>` (`integrity`),
-  kept `PINS_TTL` past the last listing.
+- `pins:<key>`: the address of the pins of `<key>` (`integrity`: tool name -> the digest first
+  listed for it), kept `PINS_TTL` past the last listing.
+- `pinset:<digest>`: pins as JSON, addressed by their SHA-256 (`store.pin_set`). Callers first
+  listed with the same tools point to the same pin set, so 1,000 of them cost one copy of it; a
+  caller's pointer never outlives the set it points to.
 
 On a Redis Cluster the keys spread over the slots by their whole name: no hash tags. Tools and
 vectors are shared by every caller who lists them, so no caller's keys belong together, and one
@@ -33,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import secrets
 import time
 import weakref
@@ -51,7 +55,7 @@ from redis.asyncio.sentinel import Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisClusterException, RedisError, ResponseError
 
-from toolsearch.store import CatalogRecord, StoreUnavailable, catalog_digest
+from toolsearch.store import CatalogRecord, StoreUnavailable, catalog_digest, pin_set, pinned_after
 from toolsearch.tool import Tool, ToolInterner
 
 logger = logging.getLogger(__name__)
@@ -97,20 +101,22 @@ return 0
 """
 
 
-# KEYS[1] pins; ARGV replace (0/1), ttl ms, then name, digest pairs. Returns each name's digest before.
-_PIN_DIGESTS = """
-local before = {}
-for i = 3, #ARGV, 2 do
-  local pinned = redis.call('HGET', KEYS[1], ARGV[i])
-  before[#before + 1] = pinned or ''
-  if ARGV[1] == '1' or not pinned then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return before
+# KEYS[1] pins; ARGV the pin set read ('' for none), the one to point to, ttl ms. Compare and set:
+# returns 0, changing nothing, when another replica moved the pointer since it was read.
+_SWAP_PINS = """
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
 """
+_PIN_ATTEMPTS: Final = 5
+"""Compare-and-set rounds of one pinning before it gives up (replicas pinning one catalog at once)."""
 PINS_TTL = 90 * 86_400.0
 """Seconds a catalog's pinned digests outlive its last listing: longer than catalogs, so that a tool
 changed while its callers were away is still noticed."""
+_PINS_TTL_MS: Final = int(PINS_TTL * 1000)
+_PIN_SET_TTL_MS: Final = _PINS_TTL_MS + 86_400_000
+"""A pin set is kept a day longer than the pointers set along with it: none outlives its pins."""
+_ADDRESS: Final = re.compile(r"[0-9a-f]{64}")
 
 
 class _Corrupt(Exception):
@@ -194,7 +200,7 @@ class RedisCatalogStore:
         self._put_catalog = client.register_script(_PUT_CATALOG)
         self._release = client.register_script(_RELEASE)
         self._renew = client.register_script(_RENEW)
-        self._pin_digests = client.register_script(_PIN_DIGESTS)
+        self._swap_pins = client.register_script(_SWAP_PINS)
         self._renewals: set[asyncio.Task[None]] = set()
         self._down_since: float | None = None
         self._retry_at = 0.0
@@ -318,17 +324,21 @@ class RedisCatalogStore:
         if not digests:
             return {}
         pins_key = self._key("pins", key)
-        args: list[int | str] = [
-            int(replace),
-            int(PINS_TTL * 1000),
-            *(part for pair in digests.items() for part in pair),
-        ]
-        try:
-            before = await self._ask(lambda: self._pin_digests(keys=[pins_key], args=args))
-        except _Corrupt:
-            await self._discard(pins_key)
-            return {}
-        return {name: pinned.decode() for name, pinned in zip(digests, before, strict=True) if pinned}
+        for _ in range(_PIN_ATTEMPTS):
+            try:
+                raw = await self._ask(lambda: self._redis.get(pins_key))
+            except _Corrupt:  # a pins hash of an earlier version, or junk: pinned anew
+                raw = b"?"
+            address = raw.decode("ascii", "replace") if isinstance(raw, bytes) else ""
+            if raw is not None and not _ADDRESS.fullmatch(address):
+                await self._discard(pins_key)
+                address = ""
+            pinned = await self._pin_set(address) if address else {}
+            after = await self._put_pin_set(pinned_after(pinned, digests, replace=replace))
+            swap = partial(self._swap_pins, keys=[pins_key], args=[address, after, _PINS_TTL_MS])
+            if await self._ask(swap):
+                return {name: pinned[name] for name in digests if name in pinned}
+        raise StoreUnavailable("pins kept changing under this replica")
 
     # -- embeddings --------------------------------------------------------------------------------
 
@@ -468,6 +478,26 @@ class RedisCatalogStore:
         for tool in tools:
             self._known[tool.digest] = tool
 
+    async def _pin_set(self, address: str) -> dict[str, str]:
+        """The pins at `address`; none when they are gone or unusable (deleted: pinned anew)."""
+        pin_set_key = self._key("pinset", address)
+        raw = await self._ask(lambda: self._redis.get(pin_set_key))
+        pins = _decode_pins(raw, address)
+        if pins is None:
+            if raw is not None:
+                await self._discard(pin_set_key)
+            return {}
+        return pins
+
+    async def _put_pin_set(self, pins: dict[str, str]) -> str:
+        """Keep `pins` under their address (written if they are not there yet), longer than any pointer
+        to them; their address."""
+        address, encoded = pin_set(pins)
+        pin_set_key = self._key("pinset", address)
+        if not await self._ask(lambda: self._redis.pexpire(pin_set_key, _PIN_SET_TTL_MS)):
+            await self._ask(lambda: self._redis.set(pin_set_key, encoded, px=_PIN_SET_TTL_MS))
+        return address
+
     async def _keep_lease(self, lock_key: str, owner: str, released: asyncio.Event) -> None:
         """Renew the lease until `released`; a crashed holder stops renewing and its lease expires."""
         while True:
@@ -541,6 +571,15 @@ def _toolset_digests(raw: bytes | str | None, toolset: str) -> list[str]:
     if hashlib.sha256("\n".join(digests).encode()).hexdigest() != toolset:
         raise _Corrupt
     return digests
+
+
+def _decode_pins(raw: bytes | str | None, address: str) -> dict[str, str] | None:
+    if not isinstance(raw, bytes) or hashlib.sha256(raw).hexdigest() != address:
+        return None
+    pins = orjson.loads(raw)
+    if not isinstance(pins, dict) or not all(isinstance(digest, str) for digest in pins.values()):
+        return None
+    return pins
 
 
 def _decode_tool(raw: bytes | str | None, interner: ToolInterner) -> Tool | None:

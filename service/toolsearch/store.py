@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
 from cachetools import LRUCache
 
 from toolsearch.tool import Tool
@@ -39,6 +40,21 @@ class CatalogRecord:
 def catalog_digest(tools: Sequence[Tool]) -> str:
     """SHA-256 of a catalog's tool digests in order: callers who see the same tools share it."""
     return hashlib.sha256("\n".join(tool.digest for tool in tools).encode()).hexdigest()
+
+
+def pinned_after(pinned: Mapping[str, str], digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
+    """A catalog's pins once a listing of `digests` (tool name -> digest) is pinned: each name not
+    pinned yet gets its digest, and with `replace` every listed one (see `CatalogStore.pin_digests`)."""
+    if replace:
+        return {**pinned, **digests}
+    return {**digests, **pinned}
+
+
+def pin_set(pins: Mapping[str, str]) -> tuple[str, bytes]:
+    """The content address (SHA-256) and canonical JSON of a catalog's pins: catalogs with equal pins,
+    such as every caller first listed with the same tools, share one copy."""
+    encoded = orjson.dumps(pins, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(encoded).hexdigest(), encoded
 
 
 class StoreUnavailable(Exception):
@@ -93,7 +109,9 @@ class MemoryCatalogStore:
     def __init__(self, max_catalogs: int = 10_000) -> None:
         self._records: weakref.WeakValueDictionary[str, CatalogRecord] = weakref.WeakValueDictionary()
         self._leased: set[str] = set()
-        self._pins: LRUCache[str, dict[str, str]] = LRUCache(max_catalogs)
+        self._pins: LRUCache[str, _Pins] = LRUCache(max_catalogs)
+        self._pin_sets: weakref.WeakValueDictionary[str, _Pins] = weakref.WeakValueDictionary()
+        """Equal pins held once, by `pin_set` address, for as long as a catalog holds them."""
 
     async def get(self, key: str) -> CatalogRecord | None:
         return self._records.get(key)
@@ -119,13 +137,18 @@ class MemoryCatalogStore:
             self._leased.discard(key)
 
     async def pin_digests(self, key: str, digests: Mapping[str, str], *, replace: bool) -> dict[str, str]:
-        pins = self._pins.setdefault(key, {})
-        before = {name: pins[name] for name in digests if name in pins}
-        pins.update(digests if replace else {n: d for n, d in digests.items() if n not in pins})
-        return before
+        pins = self._pins.get(key) or _Pins()
+        after = pinned_after(pins, digests, replace=replace)
+        address, _ = pin_set(after)
+        self._pins[key] = self._pin_sets.setdefault(address, _Pins(after))
+        return {name: pins[name] for name in digests if name in pins}
 
     async def health(self) -> dict[str, Any]:
         return {"store": "memory", "status": "up", "catalogs": len(self._records)}
 
     async def aclose(self) -> None:
         self._records.clear()
+
+
+class _Pins(dict[str, str]):
+    """One catalog's pins (tool name -> digest), never changed once made: equal ones are shared."""

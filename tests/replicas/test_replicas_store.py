@@ -12,7 +12,7 @@ import pytest
 
 from tests.replicas.conftest import requires_redis
 from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
-from toolsearch.store import CatalogRecord, StoreUnavailable
+from toolsearch.store import CatalogRecord, CatalogStore, MemoryCatalogStore, StoreUnavailable
 from toolsearch.testing import RedisServer, free_port, recorded_tools
 from toolsearch.tool import ToolInterner
 
@@ -188,6 +188,88 @@ async def test_leaving_a_lease_does_not_wait_for_a_renewal_that_ignores_cancella
         assert leaving in done, "the holder was still waiting for its renewal"
         async with other.lease("caller") as taken:
             assert taken
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def pins_store(request, redis_server) -> AsyncIterator[CatalogStore]:
+    if request.param == "memory":
+        yield MemoryCatalogStore()
+    else:
+        async with opened(redis_server.url) as store:
+            yield store
+
+
+PINNED = {tool.name: tool.digest for tool in TOOLS}
+
+
+async def test_pins_keep_the_first_digest_of_each_name_and_pin_new_names(pins_store) -> None:
+    first = await pins_store.pin_digests("caller", {"a": "1" * 64, "b": "2" * 64}, replace=False)
+    changed = await pins_store.pin_digests("caller", {"a": "9" * 64, "c": "3" * 64}, replace=False)
+    again = await pins_store.pin_digests(
+        "caller", {"a": "9" * 64, "b": "2" * 64, "c": "3" * 64}, replace=False
+    )
+    assert (first, changed) == ({}, {"a": "1" * 64})
+    assert again == {"a": "1" * 64, "b": "2" * 64, "c": "3" * 64}
+
+
+async def test_replaced_pins_follow_the_listing(pins_store) -> None:
+    await pins_store.pin_digests("caller", {"a": "1" * 64, "b": "2" * 64}, replace=True)
+    await pins_store.pin_digests("caller", {"a": "9" * 64}, replace=True)
+    assert await pins_store.pin_digests("caller", {"a": "0" * 64, "b": "0" * 64}, replace=False) == {
+        "a": "9" * 64,
+        "b": "2" * 64,
+    }
+
+
+async def test_pins_are_kept_per_catalog(pins_store) -> None:
+    await pins_store.pin_digests("caller", {"a": "1" * 64}, replace=False)
+    assert await pins_store.pin_digests("other caller", {"a": "9" * 64}, replace=False) == {}
+
+
+async def test_callers_first_listed_with_the_same_tools_share_one_copy_of_their_pins(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        for caller in range(50):
+            assert await store.pin_digests(f"caller-{caller}", PINNED, replace=False) == {}
+        await store.pin_digests("changed", {**PINNED, TOOLS[0].name: "0" * 64}, replace=True)
+    with redis_server.client() as client:
+        pointers = client.keys("toolsearch:pins:*")
+        assert (len(pointers), len(client.keys("toolsearch:pinset:*"))) == (51, 2)
+        pin_set_bytes = client.memory_usage(client.keys("toolsearch:pinset:*")[0])
+        assert max(client.memory_usage(key) for key in pointers) < 200 < pin_set_bytes / 10
+
+
+async def test_replicas_pinning_one_catalog_at_once_agree_on_the_first_pins(redis_server) -> None:
+    changed = {name: "0" * 64 for name in PINNED}
+    async with opened(redis_server.url) as first, opened(redis_server.url) as second:
+        before = await asyncio.gather(
+            first.pin_digests("caller", PINNED, replace=False),
+            second.pin_digests("caller", changed, replace=False),
+        )
+    assert sorted(before, key=len) in ([{}, PINNED], [{}, changed])
+
+
+async def test_a_pointer_never_outlives_its_pins(redis_server) -> None:
+    async with opened(redis_server.url) as store:
+        await store.pin_digests("caller", PINNED, replace=False)
+    with redis_server.client() as client:
+        (pin_set,) = client.keys("toolsearch:pinset:*")
+        assert client.pttl("toolsearch:pins:caller") <= client.pttl(pin_set)
+
+
+@pytest.mark.parametrize("junk", ["pins hash of an earlier version", "unknown address", "altered pin set"])
+async def test_unusable_pins_are_replaced_by_the_listing(redis_server, junk) -> None:
+    async with opened(redis_server.url) as store:
+        with redis_server.client() as client:
+            if junk == "pins hash of an earlier version":
+                client.hset("toolsearch:pins:caller", mapping={TOOLS[0].name: "0" * 64})
+            elif junk == "unknown address":
+                client.set("toolsearch:pins:caller", "not an address")
+            else:
+                await store.pin_digests("caller", {TOOLS[0].name: "0" * 64}, replace=False)
+                (pin_set,) = client.keys("toolsearch:pinset:*")
+                client.set(pin_set, b'{"' + TOOLS[0].name.encode() + b'": "' + b"1" * 64 + b'"}')
+        assert await store.pin_digests("caller", PINNED, replace=False) == {}
+        assert await store.pin_digests("caller", PINNED, replace=False) == PINNED
 
 
 async def test_tool_embeddings_are_kept_per_model_and_tool_digest(redis_server) -> None:
