@@ -229,6 +229,12 @@ def test_foreign_origin_is_rejected_with_403(proxy_url: str) -> None:
     assert response.status_code == 403
 
 
+def test_foreign_origin_is_rejected_before_any_method_of_the_mcp_path(proxy_url: str) -> None:
+    response = httpx.get(proxy_url, headers={"Origin": "https://evil.example"})
+    assert response.status_code == 403
+    assert "Origin is not allowed" in response.json()["error"]["message"]
+
+
 def test_allowed_origin_is_served(proxy_url: str) -> None:
     response = _post(
         proxy_url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"Origin": "http://localhost:3000"}
