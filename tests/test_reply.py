@@ -21,7 +21,7 @@ def test_an_error_is_a_json_rpc_error_with_its_http_status() -> None:
 
 
 def test_a_refusal_as_json_rpc_is_an_internal_error_naming_the_upstreams_status() -> None:
-    reply = Reply(3, refusal=UpstreamAuthError(401, {"www-authenticate": "Bearer"}, b"no"))
+    reply = Reply.refused(3, UpstreamAuthError(401, {"www-authenticate": "Bearer"}, b"no"))
     message = reply.message()
     assert message["error"]["code"] == INTERNAL_ERROR
     assert "refused the request (HTTP 401)" in message["error"]["message"]

@@ -34,7 +34,7 @@ from toolsearch.oauth import (
     public_resource,
 )
 from toolsearch.proxy import Proxy
-from toolsearch.server import Reply, RequestContext
+from toolsearch.server import RequestContext
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
 
@@ -187,14 +187,12 @@ async def _answer(message: JsonRpcMessage, request: Request) -> Response:
     )
     reply = await _proxy_of(request.app).server.handle(message, context)
     if reply.refusal is not None:
-        return _passed_refusal(reply, request)
+        return _passed_refusal(reply.refusal, request)
     return _json(reply.message(), reply.http_status)
 
 
-def _passed_refusal(reply: Reply, request: Request) -> Response:
+def _passed_refusal(refused: UpstreamAuthError, request: Request) -> Response:
     """The upstream's 401/403 as it came, its challenge naming the proxy as the resource."""
-    refused: UpstreamAuthError | None = reply.refusal
-    assert refused is not None
     resource = _resource_of(request)
     headers = {
         name: challenge_for(value, resource) if name.lower() == "www-authenticate" else value

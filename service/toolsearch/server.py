@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from opentelemetry.context import Context
@@ -68,31 +68,33 @@ class RequestContext:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What one request comes to, for a transport to encode: its result, a JSON-RPC error, or the
-    upstream's refusal of the caller's credentials, which HTTP passes on to the caller as it came."""
+    """What one request comes to, for a transport to encode: its result, or a JSON-RPC error, which
+    for the upstream's refusal of the caller's credentials comes with that `refusal`, for HTTP to pass
+    on to the caller as it came (so that OAuth clients see the challenge)."""
 
     request_id: RequestId | None
-    result: dict[str, Any] | None = None
+    result: dict[str, Any] = field(default_factory=dict)
     error: JsonRpcError | None = None
     refusal: UpstreamAuthError | None = None
+
+    @classmethod
+    def refused(cls, request_id: RequestId | None, refusal: UpstreamAuthError) -> Reply:
+        error = JsonRpcError(
+            INTERNAL_ERROR,
+            f"The upstream refused the request (HTTP {refusal.status}): it wants credentials, and there "
+            "are none to pass on",
+        )
+        return cls(request_id, error=error, refusal=refusal)
 
     @property
     def http_status(self) -> int:
         return self.error.http_status if self.error is not None else 200
 
     def message(self) -> dict[str, Any]:
-        """The JSON-RPC response: the result, or the error (a refusal as an error naming its status)."""
-        if self.result is not None:
-            return result_response(self.request_id, self.result)
+        """The JSON-RPC response."""
         if self.error is not None:
             return error_response(self.request_id, self.error)
-        status = self.refusal.status if self.refusal is not None else None
-        refused = JsonRpcError(
-            INTERNAL_ERROR,
-            f"The upstream refused the request (HTTP {status}): it wants credentials, and there are "
-            "none to pass on",
-        )
-        return error_response(self.request_id, refused)
+        return result_response(self.request_id, self.result)
 
 
 class McpServer:
@@ -143,7 +145,7 @@ class McpServer:
         except JsonRpcError as error:
             return Reply(message.id, error=error), "rpc_error", str(error.code)
         except UpstreamAuthError as refused:
-            return Reply(message.id, refusal=refused), "unauthorized", str(refused.status)
+            return Reply.refused(message.id, refused), "unauthorized", str(refused.status)
         except Exception as exc:
             logger.exception("request failed inside toolsearch", extra={"method": message.method})
             failed = JsonRpcError(
