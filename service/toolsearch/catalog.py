@@ -1,8 +1,9 @@
 """Per-caller catalogs: what the upstream lists for a caller, cached, refreshed, and searchable.
 
 A catalog holds the listed tools a caller may be shown (`visible_definitions`: servable ones, at
-most `--max-catalog-tools`, and none a 2026-07-28 client would have to leave out). A caller is known by its identity key (`identity`: the SHA-256 of its `Authorization` header, or of
-its verified JWT identity), never by the header itself. Catalogs are fresh for a TTL; a stale one
+most `--max-catalog-tools`, and none a 2026-07-28 client would have to leave out). A caller is
+known by its identity key (`identity`: the SHA-256 of its `Authorization` header, or of its
+verified JWT identity), never by the header itself. Catalogs are fresh for a TTL; a stale one
 keeps serving while one background listing replaces it. One listing per catalog at a time, in this
 process (concurrent first requests share it) and across replicas (the store's lease: the others
 wait for a first listing, or keep serving the stale catalog during a refresh).
@@ -22,9 +23,9 @@ import logging
 import time
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from contextlib import aclosing, suppress
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final
 
 from cachetools import LRUCache
 
@@ -34,6 +35,7 @@ from toolsearch.integrity import ToolGuard, suspicious_reasons
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
+from toolsearch.single_flight import SingleFlight
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
@@ -48,23 +50,6 @@ _POLL_SECONDS: Final = 0.05
 """How often a replica waiting for another one's first listing looks for it."""
 _MAX_WAIT_SECONDS: Final = 30.0
 """How long it waits at most before listing itself (the other one may be stuck)."""
-
-_T = TypeVar("_T")
-
-
-class _SingleFlight(Generic[_T]):
-    """Work by key that concurrent callers share: the first one starts it, the others await the
-    same task. Shielded, so that a caller who gives up does not cancel it for the rest."""
-
-    def __init__(self) -> None:
-        self.running: dict[str, asyncio.Task[_T]] = {}
-
-    async def run(self, key: str, work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-        task = self.running.get(key)
-        if task is None:
-            task = self.running[key] = asyncio.create_task(work())
-            task.add_done_callback(lambda _: self.running.pop(key, None))
-        return await asyncio.shield(task)
 
 
 class Toolset:
@@ -201,14 +186,14 @@ class CatalogService:
         self._clock = clock
         self._identifier = identifier or TokenIdentifier()
         self._interner = interner or ToolInterner()
-        self._listings: _SingleFlight[CatalogRecord] = _SingleFlight()
+        self._listings: SingleFlight[CatalogRecord] = SingleFlight()
         self._refreshing: set[str] = set()
         self._writing_back: set[str] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._catalogs: LRUCache[str, Catalog] = LRUCache(max_materialized)
         self._max_tools = max_tools
         self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
-        self._toolset_builds: _SingleFlight[Toolset] = _SingleFlight()
+        self._toolset_builds: SingleFlight[Toolset] = SingleFlight()
         self.listings = 0
         """Upstream listings made by this process (a counter for metrics)."""
 

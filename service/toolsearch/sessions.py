@@ -3,8 +3,6 @@ bounded LRU, each begun by one handshake however many of the caller's requests n
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -12,6 +10,7 @@ from typing import Any, Final
 from cachetools import LRUCache
 
 from toolsearch.protocol import legacy_headers
+from toolsearch.single_flight import SingleFlight
 
 MAX_SESSIONS: Final = 4096
 
@@ -35,21 +34,18 @@ class LegacySessions:
 
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
         self._sessions: LRUCache[str, LegacySession] = LRUCache(max_sessions)
-        # A key's lock lives while a handshake holds or awaits it, and no longer.
-        self._handshakes: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._handshakes: SingleFlight[LegacySession] = SingleFlight()
 
     async def session(self, key: str, begin: Callable[[], Awaitable[LegacySession]]) -> LegacySession:
         """The session of `key`, begun with `begin` when there is none (once, for concurrent requests)."""
         session = self._sessions.get(key)
-        if session is not None:
-            return session
-        lock = self._handshakes.setdefault(key, asyncio.Lock())
-        async with lock:
-            session = self._sessions.get(key)
-            if session is None:
-                session = await begin()
-                self._sessions[key] = session
-            return session
+        if session is None:
+            session = await self._handshakes.run(key, lambda: self._begin(key, begin))
+        return session
+
+    async def _begin(self, key: str, begin: Callable[[], Awaitable[LegacySession]]) -> LegacySession:
+        session = self._sessions[key] = await begin()
+        return session
 
     def forget(self, key: str) -> None:
         """Drop the session of `key` (the upstream no longer knows it)."""
