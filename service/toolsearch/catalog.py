@@ -27,6 +27,7 @@ from collections.abc import AsyncIterable, Callable, Sequence
 from contextlib import aclosing, suppress
 from typing import Any, Final
 
+import orjson
 from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
@@ -193,6 +194,8 @@ class CatalogService:
         self._catalogs: LRUCache[str, Catalog] = LRUCache(max_materialized)
         self._max_tools = max_tools
         self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
+        self._verdicts: weakref.WeakKeyDictionary[Tool, str] = weakref.WeakKeyDictionary()
+        """Whether each listed tool may be shown (`visible_tools`), for as long as it is interned."""
         self._toolset_builds: SingleFlight[Toolset] = SingleFlight()
         self.listings = 0
         """Upstream listings made by this process (a counter for metrics)."""
@@ -318,28 +321,34 @@ class CatalogService:
             modern = await self._upstream.era(caller) == "modern"
             instructions = await self._upstream.instructions(caller)
             async with aclosing(self._upstream.tool_pages(caller)) as pages:
-                definitions = await visible_definitions(pages, modern=modern, max_tools=self._max_tools)
+                listed = await visible_tools(
+                    pages,
+                    modern=modern,
+                    max_tools=self._max_tools,
+                    interner=self._interner,
+                    verdicts=self._verdicts,
+                )
             outcome[OUTCOME] = "ok"
         finally:
             self._telemetry.catalog_refreshes.add(1, outcome)
             self._telemetry.catalog_listing_duration.record(elapsed(started), outcome)
         tools: list[Tool] = []
         seen: set[str] = set()
-        for definition in definitions:
-            tool = self._interner.intern(definition)
+        for tool in listed:
             if not tool.name or tool.name in seen:
                 continue
             seen.add(tool.name)
             tools.append(tool)
-        if len(tools) < len(definitions):  # one line per listing, however many a hostile upstream repeats
+        if len(tools) < len(listed):  # one line per listing, however many a hostile upstream repeats
             logger.warning(
-                "left out %d upstream tools with an empty or duplicate name", len(definitions) - len(tools)
+                "left out %d upstream tools with an empty or duplicate name", len(listed) - len(tools)
             )
+        shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         if self._guard is not None:
-            flagged = await asyncio.to_thread(suspicious_reasons, tools)
+            # A known catalog's flags are its toolset's; a new one's are found off the event loop.
+            flagged = shared.flagged if shared else await asyncio.to_thread(suspicious_reasons, tools)
             with suppress(StoreUnavailable):  # pins are checked again at the next listing
                 await self._guard.review(identity.key, tools, flagged)
-        shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         logger.info(
             "catalog listed",
             extra={"tools": len(tools), "duration_ms": round((time.perf_counter() - started) * 1000, 1)},
@@ -430,18 +439,40 @@ class CatalogService:
         return toolset
 
 
-async def visible_definitions(
-    pages: AsyncIterable[list[Any]], *, modern: bool, max_tools: int
-) -> list[dict[str, Any]]:
-    """Which of the tools an upstream lists a caller can be shown: the first `max_tools` that are
-    servable (`untrusted.unservable`) and, from a 2026-07-28 upstream, whose `x-mcp-header`
-    annotations keep the spec's rules (clients must leave out those that break them)."""
-    tools: list[dict[str, Any]] = []
+_SHOWN: Final = "shown"
+_UNSERVABLE: Final = "unservable"
+_BAD_HEADERS: Final = "bad-headers"
+"""Servable, but with `x-mcp-header` annotations that break the spec's rules: shown to legacy eras only."""
+
+
+async def visible_tools(
+    pages: AsyncIterable[list[Any]],
+    *,
+    modern: bool,
+    max_tools: int,
+    interner: ToolInterner,
+    verdicts: weakref.WeakKeyDictionary[Tool, str] | None = None,
+) -> list[Tool]:
+    """Which of the tools an upstream lists a caller can be shown, interned: the first `max_tools`
+    that are servable (`untrusted.unservable`) and, from a 2026-07-28 upstream, whose `x-mcp-header`
+    annotations keep the spec's rules (clients must leave out those that break them).
+
+    A definition is judged once for as long as its tool lives in `verdicts`: every caller listed the
+    same 1,500 tools costs their digests, not 1,500 walks through their schemas.
+    """
+    verdicts = weakref.WeakKeyDictionary() if verdicts is None else verdicts
+    tools: list[Tool] = []
     left_out = 0
+    bad_headers = []
     async for page in pages:
-        servable = [tool for tool in page if isinstance(tool, dict) and unservable(tool) is None]
-        left_out += len(page) - len(servable)
-        tools.extend(servable)
+        for definition in page:
+            tool, verdict = _judged(definition, interner, verdicts)
+            if tool is None:
+                left_out += 1
+            elif verdict == _BAD_HEADERS and modern:
+                bad_headers.append(tool.name)
+            else:
+                tools.append(tool)
         if len(tools) > max_tools:
             logger.warning(
                 "upstream listed more than %d tools; using the first ones (--max-catalog-tools)", max_tools
@@ -456,12 +487,26 @@ async def visible_definitions(
             MAX_NAME_CHARS,
             MAX_DEFINITION_DEPTH,
         )
-    if not modern:
-        return tools
-    kept = []
-    for tool in tools:
-        if valid_header_annotations(tool):
-            kept.append(tool)
+    for name in bad_headers:
+        logger.warning("left out upstream tool %r: invalid x-mcp-header annotation", name)
+    return tools
+
+
+def _judged(
+    definition: Any, interner: ToolInterner, verdicts: weakref.WeakKeyDictionary[Tool, str]
+) -> tuple[Tool | None, str]:
+    """`definition` interned and its verdict (`_SHOWN` or `_BAD_HEADERS`); no tool when it is unservable."""
+    if not isinstance(definition, dict):
+        return None, _UNSERVABLE
+    try:
+        tool = interner.intern(definition)
+    except orjson.JSONEncodeError:  # nested past what canonical JSON allows: far too deep anyway
+        return None, _UNSERVABLE
+    verdict = verdicts.get(tool)
+    if verdict is None:
+        if unservable(definition) is not None:
+            verdict = _UNSERVABLE
         else:
-            logger.warning("left out upstream tool %r: invalid x-mcp-header annotation", tool.get("name"))
-    return kept
+            verdict = _SHOWN if valid_header_annotations(definition) else _BAD_HEADERS
+        verdicts[tool] = verdict
+    return (None if verdict == _UNSERVABLE else tool), verdict
