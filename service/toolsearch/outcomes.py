@@ -252,15 +252,13 @@ class SearchOutcomes:
         ranks, shown = await self._memory.end(await self._key(caller), name)
         if ranks is not None:
             rank = ranks.get(name)
-            found = rank is not None
-            self._end(FOLLOWED if found else NOT_IN_RESULTS)
-            self._telemetry.search_followed.record(
-                rank or 0, {OUTCOME: FOLLOWED if found else NOT_IN_RESULTS}
-            )
-            if found:
-                self._tally.ranks[rank] += 1
-            else:
+            outcome = NOT_IN_RESULTS if rank is None else FOLLOWED
+            self._end(outcome)
+            self._telemetry.search_followed.record(rank or 0, {OUTCOME: outcome})
+            if rank is None:
                 self._tally.not_in_results.add(name)
+            else:
+                self._tally.ranks[rank] += 1
         elif not shown:
             self._tally.without_search.add(name)
             self._telemetry.call_without_search.add(1)

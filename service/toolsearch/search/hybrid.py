@@ -238,7 +238,7 @@ class HybridIndex:
             query_vector = self._query_vectors(intent(query[:_MAX_QUERY_CHARS]))
             cosines = self.semantic.similarities(query_vector)
             dense = self.semantic.blended_similarities(query_vector, cosines)
-            return _best(dense, limit, weak=self._weak(dense, cosines, np.zeros_like(cosines), ()))
+            return _best(dense, limit, weak=self._weak(dense, cosines, np.zeros_like(cosines), named=False))
         evidence = self.evidence(query)
         return _best(self.scores(evidence.signals), limit, weak=evidence.weak)
 
@@ -297,7 +297,7 @@ class HybridIndex:
         fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
-        weak = self._weak(fusion, cosines, lexical, named)
+        weak = self._weak(fusion, cosines, lexical, named=bool(len(named)))
         # The catalog is English: a word of an English query that no tool has is a name or data
         # (`Lisbon`), not a word to translate.
         translations = self.translations(request) if language != "en" else []
@@ -334,11 +334,9 @@ class HybridIndex:
             return []
         return self.semantic.closest_words(self._query_vectors.many(words), self._translation_cosine)
 
-    def _weak(
-        self, scores: np.ndarray, cosines: np.ndarray, lexical: np.ndarray, named: Sequence[int]
-    ) -> bool:
+    def _weak(self, scores: np.ndarray, cosines: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
         """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it."""
-        if self._abstention is None or len(named):
+        if self._abstention is None or named:
             return False
         best = int(np.argmax(scores))
         return bool(cosines[best] < self._abstention.cosine and lexical.max() < self._abstention.lexical)
