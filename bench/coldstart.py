@@ -17,8 +17,9 @@ never seen, so the answer waits for the upstream listing, and for whatever else 
   a fresh process.
 
 Each case is measured for bm25 and for every hybrid profile (each --model-dir); a quick run
-measures the first profile only, since a fresh hybrid process embeds the whole catalog (minutes
-on two cores, more with companions). For reference, the upstream listing alone (a raw `tools/list`
+measures the first profile only (and those naming its models with other serve flags, which the
+run is then comparing), since a fresh hybrid process embeds the whole catalog (minutes on two
+cores, more with companions). For reference, the upstream listing alone (a raw `tools/list`
 to the upstream), and the peer's first search after it starts (it builds its index then; full
 runs only, its start is slow).
 """
@@ -35,7 +36,7 @@ from typing import Any
 from bench.clients import PEER, TOOLSEARCH, RawClient, list_request
 from bench.options import HybridProfile, Options, profiles_note
 from bench.peer import peer_server
-from bench.processes import Server, running, toolsearch_server, upstream_server
+from bench.processes import Server, running, split_serve_flags, toolsearch_server, upstream_server
 from bench.report import Section, Table
 from bench.stats import latency
 from bench.upstream_server import DROP_PREFIX
@@ -177,9 +178,21 @@ def run(options: Options) -> Section:
 
 
 def _profiles(options: Options) -> tuple[list[HybridProfile], list[HybridProfile]]:
-    """The hybrid profiles to measure and those a quick run leaves out (all but the first)."""
+    """The hybrid profiles to measure and those a quick run leaves out (all but the first, unless
+    the same models are asked for with other serve flags: then they are what the run compares)."""
     measured = list(options.measured_profiles)
-    return (measured[:1], measured[1:]) if options.quick else (measured, [])
+    if not options.quick:
+        return measured, []
+    same_models = (
+        [
+            p
+            for p in measured
+            if split_serve_flags(p.model_dir)[0] == split_serve_flags(measured[0].model_dir)[0]
+        ]
+        if measured
+        else []
+    )
+    return same_models, [p for p in measured if p not in same_models]
 
 
 def _profile_notes(profiles: list[HybridProfile], skipped: list[HybridProfile]) -> list[str]:
