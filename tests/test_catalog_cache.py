@@ -26,6 +26,14 @@ async def _wait_for(condition: Any, seconds: float = 10.0) -> None:
             await asyncio.sleep(0.02)
 
 
+async def _search_until(client: Any, query: str, total: int, seconds: float = 10.0) -> dict[str, Any]:
+    """`search_tools` again until the catalog searched has `total` tools."""
+    with anyio.fail_after(seconds):
+        while (answer := await call_json(client, "search_tools", {"query": query}))["total"] != total:
+            await asyncio.sleep(0.02)
+    return answer
+
+
 async def test_concurrent_first_requests_of_a_caller_list_the_upstream_once(catalog_tools) -> None:
     from toolsearch.testing import DemoUpstream
 
@@ -55,8 +63,8 @@ async def test_a_stale_catalog_keeps_serving_while_one_background_listing_replac
             await asyncio.sleep(0.6)
             stale = await call_json(client, "search_tools", {"query": "moon phase"})
             await _wait_for(lambda: upstream.list_calls[f"Bearer {TOKEN_X}"] == 2)
-            await asyncio.sleep(0.1)
-            fresh = await call_json(client, "search_tools", {"query": "moon phase"})
+            # The listing has reached the upstream; its catalog replaces the stale one once indexed.
+            fresh = await _search_until(client, "moon phase", total=len(catalog_tools) + 1)
     assert first["total"] == stale["total"] == len(catalog_tools)
     assert fresh["total"] == len(catalog_tools) + 1
     assert fresh["results"][0]["tools"][0]["name"] == "time_moon_phase"
