@@ -39,7 +39,6 @@ import logging
 import re
 import secrets
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from functools import partial
@@ -195,13 +194,12 @@ class RedisCatalogStore:
         self._timeout = timeout
         self._lease_ms = max(1, int(lease_ttl * 1000))
         self._clock = clock
-        self._known: weakref.WeakValueDictionary[str, Tool] = weakref.WeakValueDictionary()
-        """Tools this store has written or read, by digest, so reads fetch only the ones it lacks."""
         self._put_catalog = client.register_script(_PUT_CATALOG)
         self._release = client.register_script(_RELEASE)
         self._renew = client.register_script(_RENEW)
         self._swap_pins = client.register_script(_SWAP_PINS)
-        self._renewals: set[asyncio.Task[None]] = set()
+        self._lease_tasks: set[asyncio.Task[None]] = set()
+        """Renewals and late releases of leases, running on their own."""
         self._down_since: float | None = None
         self._retry_at = 0.0
         self.outages = 0
@@ -288,16 +286,20 @@ class RedisCatalogStore:
     async def lease(self, key: str) -> AsyncIterator[bool]:
         lock_key = self._key("lock", key)
         owner = secrets.token_hex(16)
-        held = await self._ask(lambda: self._redis.set(lock_key, owner, nx=True, px=self._lease_ms))
+        try:
+            held = await self._ask(lambda: self._redis.set(lock_key, owner, nx=True, px=self._lease_ms))
+        except StoreUnavailable:
+            # A command that timed out may still have run: a lease taken so would keep every other
+            # replica waiting for a listing nobody makes until it expired.
+            self._release_soon(lock_key, owner)
+            raise
         if not held:
             if await self._ask(lambda: self._redis.pttl(lock_key)) == -1:
                 await self._discard(lock_key)  # not a lease of ours: it would never expire
             yield False
             return
         released = asyncio.Event()
-        renewal = asyncio.create_task(self._keep_lease(lock_key, owner, released))
-        self._renewals.add(renewal)
-        renewal.add_done_callback(self._renewals.discard)
+        self._spawn(self._keep_lease(lock_key, owner, released))
         try:
             yield True
         finally:
@@ -306,8 +308,10 @@ class RedisCatalogStore:
             # this request waiting for it, forever. It stops by itself; its last renewal, if one is
             # on the way, finds the lease gone and changes nothing.
             released.set()
-            with suppress(StoreUnavailable, _Corrupt):
+            try:
                 await self._ask(lambda: self._release(keys=[lock_key], args=[owner]))
+            except (StoreUnavailable, _Corrupt):
+                self._release_soon(lock_key, owner)
 
     async def evaluate(self, script: str, kind: str, name: str, *args: Any) -> Any:
         """Run the Lua `script` on the one key `<prefix><kind>:<name>` (search outcomes keep their
@@ -439,7 +443,8 @@ class RedisCatalogStore:
             await self._ask(lambda: self._redis.delete(*keys))
 
     async def _tools(self, digests: Sequence[str]) -> tuple[Tool, ...]:
-        known = {digest: self._known.get(digest) for digest in digests}
+        # Tools interned in this process (listed, or read before) are not read again.
+        known = {digest: self._interner.get(digest) for digest in digests}
         tools = {digest: tool for digest, tool in known.items() if tool is not None}
         missing = [digest for digest in known if digest not in tools]
         for start in range(0, len(missing), _FETCH_CHUNK):
@@ -452,7 +457,7 @@ class RedisCatalogStore:
                 if tool is None or tool.digest != digest:
                     unusable.append(key)
                 else:
-                    tools[digest] = self._known[digest] = tool
+                    tools[digest] = tool
             if unusable:  # the relisting that follows writes them again
                 await self._discard(*unusable)
                 raise _Corrupt
@@ -475,8 +480,6 @@ class RedisCatalogStore:
         missing = [tool for tool, exists in zip(tools, renewed, strict=True) if not exists]
         for start in range(0, len(missing), _FETCH_CHUNK):
             await self._ask(partial(write, missing[start : start + _FETCH_CHUNK]))
-        for tool in tools:
-            self._known[tool.digest] = tool
 
     async def _pin_set(self, address: str) -> dict[str, str]:
         """The pins at `address`; none when they are gone or unusable (deleted: pinned anew)."""
@@ -497,6 +500,21 @@ class RedisCatalogStore:
         if not await self._ask(lambda: self._redis.pexpire(pin_set_key, _PIN_SET_TTL_MS)):
             await self._ask(lambda: self._redis.set(pin_set_key, encoded, px=_PIN_SET_TTL_MS))
         return address
+
+    def _release_soon(self, lock_key: str, owner: str) -> None:
+        """Release the lease `owner` may hold once Redis is due to be tried again."""
+
+        async def release() -> None:
+            await asyncio.sleep(_RETRY_SECONDS)
+            with suppress(StoreUnavailable, _Corrupt):
+                await self._ask(lambda: self._release(keys=[lock_key], args=[owner]))
+
+        self._spawn(release())
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._lease_tasks.add(task)
+        task.add_done_callback(self._lease_tasks.discard)
 
     async def _keep_lease(self, lock_key: str, owner: str, released: asyncio.Event) -> None:
         """Renew the lease until `released`; a crashed holder stops renewing and its lease expires."""

@@ -94,5 +94,9 @@ class ToolInterner:
             self._tools[digest] = tool
         return tool
 
+    def get(self, digest: str) -> Tool | None:
+        """The tool of this digest, if one is interned now."""
+        return self._tools.get(digest)
+
     def __len__(self) -> int:
         return len(self._tools)

@@ -28,7 +28,7 @@ def record(listed_at: float | None = None, **changes) -> CatalogRecord:
 @contextlib.asynccontextmanager
 async def opened(url: str, **options) -> AsyncIterator[RedisCatalogStore]:
     """A store with an interner of its own, as another replica would have."""
-    store = RedisCatalogStore.from_url(url, ToolInterner(), timeout=1.0, **options)
+    store = RedisCatalogStore.from_url(url, ToolInterner(), **{"timeout": 1.0, **options})
     try:
         yield store
     finally:
@@ -59,6 +59,19 @@ async def test_callers_with_the_same_tools_share_one_stored_copy_of_them(redis_s
         assert len(client.keys("toolsearch:toolset:*")) == 1
         assert len(client.keys("toolsearch:tool:*")) == len(TOOLS)
         assert all(client.pttl(key) > 0 for key in client.keys("toolsearch:*"))
+
+
+async def test_a_replica_reads_no_stored_copy_of_the_tools_it_already_holds(redis_server) -> None:
+    async with opened(redis_server.url) as writer:
+        await writer.put("caller", record())
+    with redis_server.client() as client:
+        client.delete(*client.keys("toolsearch:tool:*"))
+    holder = RedisCatalogStore.from_url(redis_server.url, INTERNER, timeout=1.0)  # TOOLS are interned here
+    try:
+        read = await holder.get("caller")
+    finally:
+        await holder.aclose()
+    assert read is not None and read.tools == TOOLS
 
 
 async def test_an_older_listing_never_replaces_a_newer_one(redis_server) -> None:
@@ -158,6 +171,33 @@ async def test_a_lease_is_released_only_by_its_owner(redis_server) -> None:
             assert held
             client.set("toolsearch:lock:caller", "next-holder", px=10_000)  # ours expired, retaken
         assert client.get("toolsearch:lock:caller") == b"next-holder"
+
+
+BUSY_FOR_600_MS = """
+local start = redis.call('TIME')
+local now = start
+while (now[1] - start[1]) * 1000000 + (now[2] - start[2]) < 600000 do now = redis.call('TIME') end
+"""
+
+
+async def test_a_lease_taken_by_a_command_that_timed_out_is_released_when_redis_answers_again(
+    redis_server,
+) -> None:
+    async with opened(redis_server.url, lease_ttl=60, timeout=0.2) as store:
+        await store.listed_at("caller")  # connected
+        with redis_server.client() as client:
+            busy = asyncio.ensure_future(asyncio.to_thread(client.eval, BUSY_FOR_600_MS, 0))
+            await asyncio.sleep(0.1)
+            with pytest.raises(StoreUnavailable):
+                async with store.lease("caller"):
+                    pass
+            await busy
+            assert client.exists("toolsearch:lock:caller")  # the command ran after its time-out
+            for _ in range(100):
+                if not client.exists("toolsearch:lock:caller"):
+                    break
+                await asyncio.sleep(0.05)
+            assert not client.exists("toolsearch:lock:caller"), "left to expire in a minute"
 
 
 async def test_leaving_a_lease_does_not_wait_for_a_renewal_that_ignores_cancellation(
