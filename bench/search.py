@@ -4,7 +4,8 @@
                            [--threads N]
 
 Each --model-dir is one profile, as `serve --model-dir` takes it: a model, then its companions, or
-a profile directory (then its learned ranking is measured too, as `learned`).
+a profile directory (then its learned ranking is measured too, as `learned`); `@embedding-workers=N`
+after it embeds catalogs with N parallel model runs (default: the usable cores, as serve).
 For each profile (and once for bm25 alone) and each size, the first `size` tools of the recorded
 catalog are indexed twice: cold (every tool and catalog word embedded, as for a catalog no caller
 had before) and warm (the vectors cached, as for a new catalog of known tools: only the arrays
@@ -23,10 +24,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.processes import split_serve_flags
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder
+from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import load_profile
 from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
@@ -122,7 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--model-dir",
         action="append",
         default=[],
-        help="a profile: model directories, comma-separated (repeatable)",
+        help="a profile: model directories, comma-separated, or a profile directory; "
+        "@embedding-workers=N after it embeds with N parallel runs (default: as serve, the usable cores) "
+        "(repeatable: side by side)",
     )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="catalog sizes, comma-separated")
     parser.add_argument("--queries", type=int, default=0, help="use only the first N dev queries")
@@ -136,9 +141,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = queries[: args.queries] if args.queries else queries
     results: dict[str, Any] = {"machine": machine(), "queries": len(queries), "models": {}}
     results["models"]["bm25"] = {size: _bm25_row(all_tools[:size], queries) for size in sizes}
-    for directories in args.model_dir:
-        profile = load_profile([part for part in directories.split(",") if part], threads=args.threads)
-        name = " + ".join(embedder.name for embedder in profile.models)
+    for value in args.model_dir:
+        directories, flags = split_serve_flags(value)
+        workers = int(
+            dict(flag.removeprefix("--").split("=", 1) for flag in flags).get("embedding-workers", 0)
+        )
+        profile = load_profile(
+            [part for part in directories.split(",") if part],
+            threads=args.threads,
+            workers=workers or usable_cores(),
+        )
+        name = " + ".join(embedder.name for embedder in profile.models) + "".join(
+            f" {flag}" for flag in flags
+        )
         rows = {}
         for size in sizes:
             rows[size] = _model_row(all_tools[:size], queries, profile.models, profile.ranker)
