@@ -14,7 +14,9 @@ on 127.0.0.1 under uvicorn (uvloop and httptools, as toolsearch is served).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +29,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "service"))
-# Only the catalog reader and the canned results, which need orjson and jsonschema alone.
+# Only the catalog reader and the canned results, which need orjson and jsonschema alone: the
+# canned module is loaded by its path, since toolsearch.testing's package imports redis and the SDK.
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.testing import canned_result
+
+SERVICE_DIR = Path(__file__).resolve().parents[1] / "service"
+
+
+def _canned_result() -> Callable[..., dict[str, Any]]:
+    spec = importlib.util.spec_from_file_location(
+        "canned", SERVICE_DIR / "toolsearch" / "testing" / "canned.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    canned: Callable[..., dict[str, Any]] = module.canned_result
+    return canned
+
+
+canned_result = _canned_result()
 
 
 class RecordedTool(Tool):
