@@ -94,7 +94,9 @@ class SentencePieceTokenizer:
         charsmap: bytes,
         trim: bool,
         max_tokens: int,
+        known: set[str] | None = None,
     ) -> None:
+        """`known`: the characters of the pieces but the unknown one, when the caller has them."""
         if max_tokens < 2:
             raise ModelError(f"max_tokens must leave room for bos and eos, got {max_tokens}")
         self._pieces = _processor(
@@ -106,7 +108,8 @@ class SentencePieceTokenizer:
             )
         )
         self._unk_id, self._bos_id, self._eos_id = unk_id, bos_id, eos_id
-        self._known = known_characters(pieces, unk_id) | {" "}  # spaces become the pieces' `▁`
+        self._known = known_characters(pieces, unk_id) if known is None else known
+        self._known |= {" "}  # spaces become the pieces' `▁`
         # Text that spells the unknown piece is that piece when the Viterbi search may match it:
         # when the file scores it as a piece and no character of it is split off as unknown.
         spelled = scores[unk_id] > _NEVER_MATCHED_BELOW and set(pieces[unk_id]) <= self._known
@@ -174,13 +177,15 @@ def _sentencepiece_shape(document: dict[str, Any]) -> tuple[list[str], list[floa
         unk_id = int(model["unk_id"])
         charsmap, trim = _normalizer(document["normalizer"])
         bos_id, eos_id = _bos_eos(document["post_processor"])
-        if not _pre_tokenizer_fits(document["pre_tokenizer"], pieces, unk_id):
+        known = known_characters(pieces, unk_id)
+        if not _pre_tokenizer_fits(document["pre_tokenizer"], pieces, known):
             return None
     except (AttributeError, IndexError, KeyError, TypeError, ValueError, _OtherShape):
         return None
     if not all(0 <= i < len(pieces) for i in (unk_id, bos_id, eos_id)):
         return None
     options = {"unk_id": unk_id, "bos_id": bos_id, "eos_id": eos_id, "charsmap": charsmap, "trim": trim}
+    options["known"] = known
     return pieces, scores, options
 
 
@@ -214,7 +219,7 @@ def _bos_eos(processor: dict[str, Any]) -> tuple[int, int]:
     return int(first[0]), int(last[0])
 
 
-def _pre_tokenizer_fits(pre_tokenizer: dict[str, Any], pieces: Sequence[str], unk_id: int) -> bool:
+def _pre_tokenizer_fits(pre_tokenizer: dict[str, Any], pieces: Sequence[str], known: set[str]) -> bool:
     steps = pre_tokenizer["pretokenizers"] if pre_tokenizer.get("type") == "Sequence" else []
     if len(steps) != 2:
         return False
@@ -227,5 +232,5 @@ def _pre_tokenizer_fits(pre_tokenizer: dict[str, Any], pieces: Sequence[str], un
         and split.get("type") == "Split"
         and split.get("behavior") == "Isolated"
         and not split.get("invert")
-        and split.get("pattern") == {"Regex": any_char_except(known_characters(pieces, unk_id))}
+        and split.get("pattern") == {"Regex": any_char_except(known)}
     )

@@ -24,6 +24,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from toolsearch.embedding.charsmap import precompiled_charsmap
@@ -232,13 +233,23 @@ def sentencepiece_model_bytes(
     """A SentencePiece Unigram `.model` (its bytes) over `pieces`: every piece normal (matched in
     text as any other) but the unknown one; no bos/eos/pad ids (callers add their own), no dummy
     prefix and no whitespace clean-up (callers do theirs); the normaliser is `charsmap`, or none."""
-    body = bytearray()
-    for number, (piece, score) in enumerate(zip(pieces, scores, strict=True)):
-        kind = _UNKNOWN_PIECE if number == unk_id else _NORMAL_PIECE
-        fields = (
-            _text_field(_PIECE, piece.encode()) + _float_field(_SCORE, score) + _int_field(_PIECE_TYPE, kind)
-        )
-        body += _text_field(_PIECES, fields)
+    # Each piece is a small message: written with the field keys as constants and the scores packed
+    # at once, since a model has hundreds of thousands of them and this runs at every start.
+    piece_key, score_key = _key(_PIECE, _LENGTH_DELIMITED), _key(_SCORE, _FIXED32)
+    type_fields = {kind: _int_field(_PIECE_TYPE, kind) for kind in (_NORMAL_PIECE, _UNKNOWN_PIECE)}
+    packed_scores = np.asarray(scores, dtype="<f4").tobytes()
+    if len(packed_scores) != 4 * len(pieces):
+        raise ValueError(f"{len(pieces)} pieces but {len(packed_scores) // 4} scores")
+    pieces_key = _key(_PIECES, _LENGTH_DELIMITED)
+    parts: list[bytes] = []
+    for number, piece in enumerate(pieces):
+        text = piece.encode()
+        text_length = _varint_bytes(len(text))
+        kind = type_fields[_UNKNOWN_PIECE if number == unk_id else _NORMAL_PIECE]
+        size = len(piece_key) + len(text_length) + len(text) + len(score_key) + 4 + len(kind)
+        parts += (pieces_key, _varint_bytes(size), piece_key, text_length, text, score_key)
+        parts += (packed_scores[4 * number : 4 * number + 4], kind)
+    body = bytearray(b"".join(parts))
     disabled = (1 << 64) - 1  # -1 as protobuf writes an int32
     trainer = _int_field(_MODEL_TYPE, _UNIGRAM) + _int_field(_UNK_ID, unk_id)
     trainer += b"".join(_int_field(field, disabled) for field in (_BOS_ID, _EOS_ID, _PAD_ID))
@@ -252,11 +263,16 @@ def sentencepiece_model_bytes(
     return bytes(body)
 
 
+_ONE_BYTE_VARINTS = [bytes((value,)) for value in range(0x80)]
+
+
 def _key(field: int, wire: int) -> bytes:
     return _varint_bytes(field << 3 | wire)
 
 
 def _varint_bytes(value: int) -> bytes:
+    if value <= 0x7F:
+        return _ONE_BYTE_VARINTS[value]
     out = bytearray()
     while value > 0x7F:
         out.append(value & 0x7F | 0x80)
