@@ -34,16 +34,18 @@ from tokenizers import Tokenizer
 from toolsearch.embedding.manifest import ModelError
 from toolsearch.embedding.unigram import (
     METASPACE,
+    NEVER_MATCHED,
+    SPACE_RUNS,
+    TRIM_SPACES,
     any_char_except,
     known_characters,
     sentencepiece_model_bytes,
 )
 
-_SPACE_RUNS = re.compile(" {2,}")
-_TRIM = r"\A +| +\z"
+_SPACE_RUNS = re.compile(SPACE_RUNS)
+_NEVER_MATCHED_BELOW = NEVER_MATCHED / 10
+"""A piece scored below this is never matched in text: the Viterbi search always prefers others."""
 _METASPACE_STEP = {"type": "Metaspace", "replacement": METASPACE, "prepend_scheme": "always", "split": True}
-_NEVER_MATCHED_BELOW = -1e5
-"""A piece scored below this is never matched in text (the importers write -1e6)."""
 
 
 class TextTokenizer(Protocol):
@@ -93,10 +95,10 @@ class SentencePieceTokenizer:
         eos_id: int,
         charsmap: bytes,
         trim: bool,
+        known: set[str],
         max_tokens: int,
-        known: set[str] | None = None,
     ) -> None:
-        """`known`: the characters of the pieces but the unknown one, when the caller has them."""
+        """`known`: the characters of the pieces but the unknown one (`unigram.known_characters`)."""
         if max_tokens < 2:
             raise ModelError(f"max_tokens must leave room for bos and eos, got {max_tokens}")
         self._pieces = _processor(
@@ -108,8 +110,7 @@ class SentencePieceTokenizer:
             )
         )
         self._unk_id, self._bos_id, self._eos_id = unk_id, bos_id, eos_id
-        self._known = known_characters(pieces, unk_id) if known is None else known
-        self._known |= {" "}  # spaces become the pieces' `▁`
+        self._known = known | {" "}  # spaces become the pieces' `▁`
         # Text that spells the unknown piece is that piece when the Viterbi search may match it:
         # when the file scores it as a piece and no character of it is split off as unknown.
         spelled = scores[unk_id] > _NEVER_MATCHED_BELOW and set(pieces[unk_id]) <= self._known
@@ -184,8 +185,14 @@ def _sentencepiece_shape(document: dict[str, Any]) -> tuple[list[str], list[floa
         return None
     if not all(0 <= i < len(pieces) for i in (unk_id, bos_id, eos_id)):
         return None
-    options = {"unk_id": unk_id, "bos_id": bos_id, "eos_id": eos_id, "charsmap": charsmap, "trim": trim}
-    options["known"] = known
+    options = {
+        "unk_id": unk_id,
+        "bos_id": bos_id,
+        "eos_id": eos_id,
+        "charsmap": charsmap,
+        "trim": trim,
+        "known": known,
+    }
     return pieces, scores, options
 
 
@@ -199,7 +206,9 @@ def _normalizer(normalizer: dict[str, Any]) -> tuple[bytes, bool]:
     if kinds not in (["Precompiled", "Replace"], ["Precompiled", "Replace", "Replace"]):
         raise _OtherShape
     *trims, collapse = steps[1:]
-    if not _replaces(collapse, " {2,}", " ") or not all(_replaces(step, _TRIM, "") for step in trims):
+    if not _replaces(collapse, SPACE_RUNS, " ") or not all(
+        _replaces(step, TRIM_SPACES, "") for step in trims
+    ):
         raise _OtherShape
     return base64.b64decode(steps[0]["precompiled_charsmap"]), bool(trims)
 
@@ -227,8 +236,7 @@ def _pre_tokenizer_fits(pre_tokenizer: dict[str, Any], pieces: Sequence[str], kn
     if any(METASPACE in piece[1:] for piece in pieces):
         return False  # the file splits text at every space: no piece may span one
     return (
-        metaspace
-        == {"type": "Metaspace", "replacement": METASPACE, "prepend_scheme": "always", "split": True}
+        metaspace == _METASPACE_STEP
         and split.get("type") == "Split"
         and split.get("behavior") == "Isolated"
         and not split.get("invert")

@@ -30,7 +30,10 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from toolsearch.embedding.charsmap import precompiled_charsmap
 
 METASPACE = "▁"
-_NEVER_MATCHED = -1e6  # far below any real piece score; Viterbi never prefers it
+NEVER_MATCHED = -1e6
+"""The unknown piece's score where text may not spell it: far below any real piece's."""
+TRIM_SPACES = r"\A +| +\z"
+SPACE_RUNS = " {2,}"
 
 
 def sentencepiece_tokenizer(
@@ -52,13 +55,13 @@ def sentencepiece_tokenizer(
     """
     vocab = [(piece, float(score)) for piece, score in zip(pieces, scores, strict=True)]
     if not unk_in_text:
-        vocab[unk_id] = (vocab[unk_id][0], _NEVER_MATCHED)
+        vocab[unk_id] = (vocab[unk_id][0], NEVER_MATCHED)
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk_id, byte_fallback=False))
     charsmap = precompiled_charsmap(normalization) if isinstance(normalization, Mapping) else normalization
     steps: list[normalizers.Normalizer] = [normalizers.Precompiled(charsmap)]
     if strip_spaces:
-        steps.append(normalizers.Replace(Regex(r"\A +| +\z"), ""))
-    steps.append(normalizers.Replace(Regex(" {2,}"), " "))
+        steps.append(normalizers.Replace(Regex(TRIM_SPACES), ""))
+    steps.append(normalizers.Replace(Regex(SPACE_RUNS), " "))
     tokenizer.normalizer = normalizers.Sequence(steps)
     known = known_characters(pieces, unk_id)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
