@@ -1,6 +1,6 @@
 """Per-caller catalogs: what the upstream lists for a caller, cached, refreshed, and searchable.
 
-A catalog holds the listed tools a caller may be shown (`visible_definitions`: servable ones, at
+A catalog holds the listed tools a caller may be shown (`visible_tools`: servable ones, at
 most `--max-catalog-tools`, and none a 2026-07-28 client would have to leave out). A caller is
 known by its identity key (`identity`: the SHA-256 of its `Authorization` header, or of its
 verified JWT identity), never by the header itself. Catalogs are fresh for a TTL; a stale one
