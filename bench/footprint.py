@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.clients import RawClient, tools_call_request
+from bench.memory import rss_bytes
 from bench.processes import SERVICE_DIR, running, toolsearch_server, upstream_server
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries
@@ -33,10 +34,7 @@ EMBEDDING_TIMEOUT = 1800.0
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    return rss_bytes(pid) / 2**20
 
 
 def _search(client: RawClient, query: str) -> None:

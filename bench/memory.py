@@ -29,7 +29,6 @@ import orjson
 from toolsearch.testing import (
     DemoUpstream,
     RedisServer,
-    ServedProcess,
     recorded_tools,
     serve_app,
     serve_proxy_process,
@@ -104,8 +103,9 @@ class ReplayedUpstream:
         await send({"type": "http.response.body", "body": answer})
 
 
-def rss_bytes(process: ServedProcess) -> int:
-    for line in Path(f"/proc/{process.process.pid}/status").read_text().splitlines():
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory, from /proc/PID/status."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS in /proc status")
@@ -151,7 +151,7 @@ def main(tool_count: int, steps: list[int]) -> dict[str, Any]:
         urls = [f"{served.url}/mcp" for served in replicas.values()]
         baseline = {
             "redis_used": redis_server.used_memory(),
-            **{n: rss_bytes(p) for n, p in replicas.items()},
+            **{n: rss_bytes(p.process.pid) for n, p in replicas.items()},
         }
         callers = 0
         for step in steps:
@@ -164,8 +164,8 @@ def main(tool_count: int, steps: list[int]) -> dict[str, Any]:
             rows.append(
                 {
                     "callers": step,
-                    "replica_rss_redis_mode": rss_bytes(replicas["redis"]),
-                    "replica_rss_memory_mode": rss_bytes(replicas["memory"]),
+                    "replica_rss_redis_mode": rss_bytes(replicas["redis"].process.pid),
+                    "replica_rss_memory_mode": rss_bytes(replicas["memory"].process.pid),
                     "redis_used_memory": redis_server.used_memory(),
                     "redis_keys": keys,
                     "upstream_listings": upstream.listings,

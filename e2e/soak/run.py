@@ -179,7 +179,7 @@ class Replicas:
         return f"{base_url('127.0.0.1', self.balancer_port)}/mcp"
 
     def rss(self) -> dict[int, int]:
-        return {port: rss_bytes(served) for port, (_, served) in self._running.items()}
+        return {port: rss_bytes(served.process.pid) for port, (_, served) in self._running.items()}
 
     def restart(self, port: int) -> None:
         """A rolling restart of one replica: out of nginx, stopped (SIGTERM), started, back in."""
