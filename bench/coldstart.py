@@ -183,15 +183,10 @@ def _profiles(options: Options) -> tuple[list[HybridProfile], list[HybridProfile
     measured = list(options.measured_profiles)
     if not options.quick:
         return measured, []
-    same_models = (
-        [
-            p
-            for p in measured
-            if split_serve_flags(p.model_dir)[0] == split_serve_flags(measured[0].model_dir)[0]
-        ]
-        if measured
-        else []
-    )
+    if not measured:
+        return [], []
+    first_models = split_serve_flags(measured[0].model_dir)[0]
+    same_models = [p for p in measured if split_serve_flags(p.model_dir)[0] == first_models]
     return same_models, [p for p in measured if p not in same_models]
 
 
