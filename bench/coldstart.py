@@ -26,7 +26,6 @@ runs only, its start is slow).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import tempfile
 import time
@@ -36,7 +35,14 @@ from typing import Any
 from bench.clients import PEER, TOOLSEARCH, RawClient, list_request
 from bench.options import HybridProfile, Options, profiles_note
 from bench.peer import peer_server
-from bench.processes import Server, running, split_serve_flags, toolsearch_server, upstream_server
+from bench.processes import (
+    Server,
+    running,
+    split_serve_flags,
+    toolsearch_server,
+    upstream_server,
+    with_vector_cache,
+)
 from bench.report import Section, Table
 from bench.stats import latency
 from bench.upstream_server import DROP_PREFIX
@@ -65,7 +71,7 @@ def _process_cases(
         for number in range(processes):
             server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
             if model_dir:
-                server = _with_vector_cache(server, Path(vectors) / str(number))
+                server = with_vector_cache(server, Path(vectors) / str(number))
             with running(server):
                 cases["fresh process"].append(_first_search(server.mcp_url, f"bench-fresh-{number}"))
                 if number == processes - 1:
@@ -81,10 +87,6 @@ def _process_cases(
     return cases
 
 
-def _with_vector_cache(server: Server, directory: Path) -> Server:
-    return dataclasses.replace(server, command=[*server.command, f"--vector-cache-dir={directory}"])
-
-
 def _restarts(
     options: Options, upstream: Server, model_dir: str, vectors: Path, samples: int
 ) -> dict[str, list[float]]:
@@ -94,7 +96,7 @@ def _restarts(
     for number in range(samples):
         server = toolsearch_server(upstream, service_dir=options.service_dir, model_dir=model_dir)
         started = time.perf_counter()
-        with running(_with_vector_cache(server, vectors)):
+        with running(with_vector_cache(server, vectors)):
             after_ready.append(_first_search(server.mcp_url, f"bench-restart-{number}"))
             after_start.append((time.perf_counter() - started) * 1000)
     return {

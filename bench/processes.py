@@ -7,6 +7,7 @@ Everything listens on loopback; every process is ended by its own id when the `w
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -127,6 +128,11 @@ def toolsearch_server(
         if wait_for_hybrid:
             command.append(WAIT_FOR_HYBRID)
     return Server(name, command, port, env=_python_path(service_dir))
+
+
+def with_vector_cache(server: Server, directory: Path) -> Server:
+    """`server` (a `toolsearch serve`) keeping its tool vectors in `directory` (`--vector-cache-dir`)."""
+    return dataclasses.replace(server, command=[*server.command, f"--vector-cache-dir={directory}"])
 
 
 def _python_path(service_dir: Path) -> dict[str, str]:

@@ -21,7 +21,6 @@ is faster for it; the searches timed are warm either way.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from typing import Any
 from bench.clients import PEER, TOOLSEARCH, Dialect, RawClient, result_text, sdk_client, tools_call_request
 from bench.options import Options, profiles_note
 from bench.peer import peer_server, peer_version
-from bench.processes import Server, running, toolsearch_server, upstream_server
+from bench.processes import Server, running, toolsearch_server, upstream_server, with_vector_cache
 from bench.report import Floor, Section, Table
 from bench.stats import dev_queries, latency, quality
 from toolsearch.testing import recorded_tools
@@ -65,8 +64,7 @@ def _targets(options: Options, upstream: Server, size: int | None, vectors: Path
         hybrid = toolsearch_server(
             upstream, service_dir=options.service_dir, model_dir=profile.model_dir, name=profile.target
         )
-        shared = dataclasses.replace(hybrid, command=[*hybrid.command, f"--vector-cache-dir={vectors}"])
-        targets.append(Target(profile.target, shared, TOOLSEARCH))
+        targets.append(Target(profile.target, with_vector_cache(hybrid, vectors), TOOLSEARCH))
     return targets
 
 
