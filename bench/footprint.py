@@ -7,18 +7,16 @@ toolsearch source tree, measured side by side in one run: the code before a chan
 after it. For each one, `toolsearch serve --model-dir PROFILE` starts in front of a demo upstream
 serving the first `--tools` recorded tools; its RSS (/proc/PID/status VmRSS) is read once it is
 ready (the models loaded), after one caller's catalog is indexed (hybrid, its vectors embedded),
-and after every dev query has been searched once. The trees share one `--vector-cache-dir`, so
-the catalog is embedded once, by the first. Prints a table; writes
+and after every dev query has been searched once. Each tree embeds the catalog itself (no vector
+cache is shared: embedding is part of what a process holds memory for). Prints a table; writes
 bench/results/footprint-<date>.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,10 +39,9 @@ def _search(client: RawClient, query: str) -> None:
     client.post(*tools_call_request("search_tools", {"query": query, "limit": 10}, TOKEN))
 
 
-def measure(service_dir: Path, model_dir: str, tools: int, vectors: Path) -> dict[str, float]:
+def measure(service_dir: Path, model_dir: str, tools: int) -> dict[str, float]:
     upstream = upstream_server(tools)
     server = toolsearch_server(upstream, service_dir=service_dir, model_dir=model_dir)
-    server = dataclasses.replace(server, command=[*server.command, f"--vector-cache-dir={vectors}"])
     queries = [query["query"] for query in dev_queries()]
     with running(upstream, server) as (_, proxy):
         figures = {"ready": rss_mb(proxy.pid)}
@@ -68,11 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     labels = args.label or [str(directory) for directory in service_dirs]
     if len(labels) != len(service_dirs):
         parser.error("give one --label per --service-dir")
-    with tempfile.TemporaryDirectory(prefix="bench-footprint-vectors-") as vectors:
-        results = {
-            label: measure(directory.resolve(), args.model_dir, args.tools, Path(vectors))
-            for label, directory in zip(labels, service_dirs, strict=True)
-        }
+    results = {
+        label: measure(directory.resolve(), args.model_dir, args.tools)
+        for label, directory in zip(labels, service_dirs, strict=True)
+    }
     stages = list(next(iter(results.values())))
     print(
         f"| toolsearch ({args.tools:,} tools, {args.model_dir}) | "
