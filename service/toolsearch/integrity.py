@@ -92,6 +92,16 @@ _COMPILED: Final = {
 }
 REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME)
 """Every reason a tool may be flagged for (the metric's attribute values)."""
+_EVERY_PATTERN = [pattern for patterns in _PATTERNS.values() for pattern in patterns]
+_AT_WORDS = "|".join(f"(?:{pattern[2:]})" for pattern in _EVERY_PATTERN if pattern.startswith(r"\b"))
+_ANY_REASON: Final = re.compile(
+    # The patterns opening with `\b` go on with a letter, so their `\b` is "no word character before":
+    # said once in front of them all, it scans in a third of the time their own `\b`s take.
+    "|".join([rf"(?<!\w)(?:{_AT_WORDS})", *(p for p in _EVERY_PATTERN if not p.startswith(r"\b"))]),
+    re.IGNORECASE,
+)
+"""Whether a text matches any reason's pattern: one scan instead of one per reason, and nearly every
+text matches none."""
 _SEPARATORS = re.compile(r"[\W_]+")
 
 
@@ -99,6 +109,8 @@ _SEPARATORS = re.compile(r"[\W_]+")
 def _text_reasons(text: str) -> tuple[str, ...]:
     folded = " ".join(unicodedata.normalize("NFKC", clean_text(text[:_SCANNED_CHARS])).split())
     folded = _skeleton_chars(folded)
+    if not _ANY_REASON.search(folded):
+        return ()
     return tuple(reason for reason, pattern in _COMPILED.items() if pattern.search(folded))
 
 

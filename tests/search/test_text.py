@@ -124,3 +124,8 @@ def test_optional_vowel_points_are_folded_away() -> None:
 def test_cyrillic_and_greek_are_casefolded() -> None:
     assert terms("ПОИСК Поиск") == ["поиск", "поиск"]
     assert terms("Αναζήτηση") == terms("αναζητηση")
+
+
+def test_words_are_read_alike_in_ascii_text_and_in_text_with_other_letters() -> None:
+    ascii_text = "getPullRequest HTMLParser the JSON of an Issue"
+    assert terms(f"{ascii_text} über")[:-1] == terms(ascii_text)

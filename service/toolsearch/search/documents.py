@@ -7,6 +7,7 @@ catalog whose tools were seen before re-tokenises nothing: it only gathers array
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import weakref
@@ -96,16 +97,13 @@ class _Vocabulary:
         self._terms: list[str] = []
         self._lock = threading.Lock()
 
-    def add(self, terms: Iterable[str]) -> np.ndarray:
+    def add(self, terms: Sequence[str]) -> np.ndarray:
         with self._lock:
-            return np.fromiter(map(self._add, terms), dtype=np.int32)
-
-    def _add(self, term: str) -> int:
-        term_id = self._ids.get(term)
-        if term_id is None:
-            term_id = self._ids[term] = len(self._terms)
-            self._terms.append(term)
-        return term_id
+            # Checked as it goes: a new term recurring in `terms` is added once.
+            for term in itertools.filterfalse(self._ids.__contains__, terms):
+                self._ids[term] = len(self._terms)
+                self._terms.append(term)
+            return np.fromiter(map(self._ids.__getitem__, terms), dtype=np.int32, count=len(terms))
 
     def terms(self, ids: Iterable[int]) -> list[str]:
         return [self._terms[term_id] for term_id in ids]
