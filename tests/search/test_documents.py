@@ -85,6 +85,14 @@ def test_junk_schemas_give_what_they_can_without_error(schema: Any) -> None:
     assert set(fields["parameter_names"].split()) <= {"a", "b", "c", "d"}
 
 
+def test_a_tool_s_fields_are_read_once_and_no_reader_can_change_them() -> None:
+    tool = _tool(description="Read by integrity, BM25F and the model alike.")
+    fields = tool_fields(tool)
+    assert tool_fields(tool) is fields
+    with pytest.raises(TypeError):
+        fields["summary"] = ""  # type: ignore[index]
+
+
 def test_equal_definitions_share_one_analysed_document() -> None:
     definition = {"name": "demo_shared", "description": "A tool two callers both see."}
     first = ToolInterner().intern(definition)

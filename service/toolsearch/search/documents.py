@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -60,8 +61,20 @@ def _described_parameters(schema: Mapping[str, Any], depth: int) -> Iterator[tup
                     yield from _described_parameters(nested, depth + 1)
 
 
-def tool_fields(tool: Tool) -> dict[str, str]:
-    """The text of each field of `tool` (see `FIELDS`), before analysis."""
+_fields: weakref.WeakKeyDictionary[Tool, Mapping[str, str]] = weakref.WeakKeyDictionary()
+
+
+def tool_fields(tool: Tool) -> Mapping[str, str]:
+    """The text of each field of `tool` (see `FIELDS`), before analysis; found once per tool for as
+    long as it is interned, as the integrity checks, the BM25F document and the model's passages
+    all read them."""
+    fields = _fields.get(tool)
+    if fields is None:
+        fields = _fields[tool] = MappingProxyType(_tool_fields(tool))
+    return fields
+
+
+def _tool_fields(tool: Tool) -> dict[str, str]:
     server, _ = split_qualified_name(tool.name)
     names: list[str] = []
     descriptions: list[str] = []
@@ -131,7 +144,7 @@ def tool_document(tool: Tool) -> ToolDocument:
     document = _documents.get(tool.digest)
     if document is not None:
         return document
-    fields = tool_fields(tool)
+    fields = dict(tool_fields(tool))
     if not _opens_with_sentence(fields["description"]):
         fields["summary"] = ""
     document = ToolDocument(

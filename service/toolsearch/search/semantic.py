@@ -90,10 +90,10 @@ def _words(tool: Tool) -> set[str]:
             fields["parameter_names"],
         )
     )
+    # Words hold no space: one search finds the runs of all of them.
     return {
         letters
-        for word in split_words(source)
-        for letters in _ENGLISH_LETTERS.findall(word)
+        for letters in _ENGLISH_LETTERS.findall(" ".join(split_words(source)))
         if len(letters) >= _MIN_WORD_CHARS and letters not in _ENGLISH_STOPWORDS
     }
 

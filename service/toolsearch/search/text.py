@@ -218,6 +218,8 @@ def split_words(text: str) -> list[str]:
     """The casefolded words of `text`, a camelCase word as its parts (`getUser` -> `get`, `user`):
     what the analyzer reads before it stems, CJK left out."""
     forms, part_counts, _ = _forms(text)
+    if not any(part_counts):
+        return forms
     found: list[str] = []
     position = 0
     for part_count in part_counts:
