@@ -57,6 +57,7 @@ _SECRETS = (
     r"(?:api[ _-]?keys?|access[ _-]?tokens?|tokens|passwords|secrets|credentials|private[ _-]?keys?"
     r"|ssh[ _-]?keys?|id_rsa|\.ssh\b|\.env\b|\.aws\b|/etc/passwd|environment variables|session cookies)"
 )
+# Written in lower case: ASCII text is matched lower-cased, case-sensitively (`_text_reasons`).
 _PATTERNS: Final[dict[str, tuple[str, ...]]] = {
     "instructs-about-other-tools": (
         rf"\b(?:do not|don't|never|avoid|stop)\s+(?:use|using|call|calling|invoke|run|trust){_GAP}\b{_TOOLS}",
@@ -94,14 +95,16 @@ REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME)
 """Every reason a tool may be flagged for (the metric's attribute values)."""
 _EVERY_PATTERN = [pattern for patterns in _PATTERNS.values() for pattern in patterns]
 _AT_WORDS = "|".join(f"(?:{pattern[2:]})" for pattern in _EVERY_PATTERN if pattern.startswith(r"\b"))
-_ANY_REASON: Final = re.compile(
-    # The patterns opening with `\b` go on with a letter, so their `\b` is "no word character before":
-    # said once in front of them all, it scans in a third of the time their own `\b`s take.
-    "|".join([rf"(?<!\w)(?:{_AT_WORDS})", *(p for p in _EVERY_PATTERN if not p.startswith(r"\b"))]),
-    re.IGNORECASE,
-)
+# The patterns opening with `\b` go on with a letter, so their `\b` is "no word character before":
+# said once in front of them all, it scans in a third of the time their own `\b`s take.
+_ANY_PATTERN = "|".join([rf"(?<!\w)(?:{_AT_WORDS})", *(p for p in _EVERY_PATTERN if not p.startswith(r"\b"))])
+_ANY_REASON: Final = re.compile(_ANY_PATTERN, re.IGNORECASE)
 """Whether a text matches any reason's pattern: one scan instead of one per reason, and nearly every
 text matches none."""
+_ANY_REASON_ASCII: Final = re.compile(_ANY_PATTERN, re.ASCII)
+"""The same for ASCII text in lower case, in less than half the time: Unicode's case-insensitive
+matches of ASCII patterns in ASCII text are ASCII's, and lower-case patterns match lower-cased text
+where they match the text in any case."""
 _SEPARATORS = re.compile(r"[\W_]+")
 
 
@@ -109,7 +112,10 @@ _SEPARATORS = re.compile(r"[\W_]+")
 def _text_reasons(text: str) -> tuple[str, ...]:
     folded = " ".join(unicodedata.normalize("NFKC", clean_text(text[:_SCANNED_CHARS])).split())
     folded = _skeleton_chars(folded)
-    if not _ANY_REASON.search(folded):
+    if folded.isascii():
+        if not _ANY_REASON_ASCII.search(folded.lower()):
+            return ()
+    elif not _ANY_REASON.search(folded):
         return ()
     return tuple(reason for reason, pattern in _COMPILED.items() if pattern.search(folded))
 

@@ -119,6 +119,29 @@ def test_an_index_of_tools_seen_before_tokenises_nothing(
     ]
 
 
+def test_a_text_that_several_new_tools_share_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    analysed: list[str] = []
+    terms = text.terms
+
+    def _recorded(value: str) -> list[str]:
+        analysed.append(value)
+        return terms(value)
+
+    monkeypatch.setattr(text, "terms", _recorded)
+    shared = {"title": "Shared title", "inputSchema": {"type": "object", "properties": {"owner": {}}}}
+    LexicalIndex.build(
+        [
+            _tool(**shared, name="demo_first", description="The first tool."),
+            _tool(**shared, name="demo_second", description="The second tool."),
+        ]
+    )
+    assert sorted(value for value in analysed if value in ("demo", "Shared title", "owner")) == [
+        "Shared title",
+        "demo",
+        "owner",
+    ]
+
+
 def test_a_document_is_kept_while_an_index_holds_it_and_no_longer() -> None:
     tool = ToolInterner().intern({"name": "demo_transient", "description": "Seen once, then gone."})
     index = LexicalIndex.build([tool])

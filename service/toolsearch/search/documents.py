@@ -139,18 +139,22 @@ _documents: weakref.WeakValueDictionary[str, ToolDocument] = weakref.WeakValueDi
 _documents_lock = threading.Lock()
 
 
-def tool_document(tool: Tool) -> ToolDocument:
-    """The analysed document of `tool`, shared by every caller of a tool with this digest."""
+def tool_document(tool: Tool, analysed: dict[str, np.ndarray] | None = None) -> ToolDocument:
+    """The analysed document of `tool`, shared by every caller of a tool with this digest.
+    `analysed` holds the terms of field texts met before (tools of one server share its name,
+    and many their titles or parameters): each text is analysed once."""
     document = _documents.get(tool.digest)
     if document is not None:
         return document
+    analysed = {} if analysed is None else analysed
     fields = dict(tool_fields(tool))
     if not _opens_with_sentence(fields["description"]):
         fields["summary"] = ""
-    document = ToolDocument(
-        digest=tool.digest,
-        fields=tuple(VOCABULARY.add(text.terms(fields[field])) for field in FIELDS),
-    )
+    for value in fields.values():
+        if value not in analysed:
+            ids = analysed[value] = VOCABULARY.add(text.terms(value))
+            ids.flags.writeable = False  # shared by every document with this text
+    document = ToolDocument(digest=tool.digest, fields=tuple(analysed[fields[field]] for field in FIELDS))
     with _documents_lock:
         # Another thread may have analysed the same tool meanwhile: keep one copy.
         return _documents.setdefault(tool.digest, document)
@@ -166,4 +170,5 @@ def _opens_with_sentence(description: str) -> bool:
 
 
 def tool_documents(tools: Sequence[Tool]) -> list[ToolDocument]:
-    return [tool_document(tool) for tool in tools]
+    analysed: dict[str, np.ndarray] = {}
+    return [tool_document(tool, analysed) for tool in tools]
