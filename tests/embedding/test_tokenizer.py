@@ -140,3 +140,18 @@ def test_a_file_that_is_not_json_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ModelError, match="not a Hugging Face tokenizers file"):
         load_tokenizer(tmp_path / "tokenizer.json", max_tokens=64)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_pieces_are_the_text_each_token_covers_without_word_marks(tmp_path: Path, style: str) -> None:
+    path = _write(tmp_path, **STYLES[style])
+
+    assert load_tokenizer(path, max_tokens=64).pieces("the issues finds") == ["the", "issues", "find", "s"]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_sentencepiece_gives_the_pieces_tokenizers_gives(tmp_path: Path, style: str) -> None:
+    path = _write(tmp_path, **STYLES[style])
+    text = "find the issue ☃ sue"
+
+    assert load_tokenizer(path, max_tokens=64).pieces(text) == HuggingFaceTokenizer(path, 64).pieces(text)

@@ -364,7 +364,7 @@ def test_query_vectors_embed_the_uncached_queries_together(
 # Lithuanian for `issue` and `in the tracker`, with the same rows as the English words in the model's
 # table: the model "knows" they mean the same. The prefixes' rows are zero, so that a word's
 # query and passage vectors are its row alone.
-FOREIGN = {"klaidą": "issue", "sekiklyje": "tracker"}
+FOREIGN = {"klaidą": "issue", "sekiklyje": "tracker", "问题": "issue", "跟踪器": "tracker"}
 
 
 @pytest.fixture(scope="module")
@@ -407,6 +407,13 @@ def test_only_a_query_in_another_language_has_its_words_translated(
     index.search("delete the Lisbon issue", 2)
     index.search("klaidą sekiklyje", 2)
     assert embedded == ["delete the Lisbon issue", "klaidą sekiklyje", "klaidą", "sekiklyje"]
+
+
+def test_the_han_words_of_a_chinese_query_are_translated(
+    tools: list[Tool], bilingual_embedder: Embedder
+) -> None:
+    index = _translating(tools, bilingual_embedder, 0.99)
+    assert index.translations("问题 跟踪器") == ["issue", "tracker"]
 
 
 def test_a_model_without_calibration_translates_nothing(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolsearch.search.text import analyze, fold, split_words, terms
+from toolsearch.search.text import analyze, cjk_words, fold, language_of, spelled_words, split_words, terms
 
 
 def test_camel_case_words_yield_their_parts_and_themselves() -> None:
@@ -129,3 +129,40 @@ def test_cyrillic_and_greek_are_casefolded() -> None:
 def test_words_are_read_alike_in_ascii_text_and_in_text_with_other_letters() -> None:
     ascii_text = "getPullRequest HTMLParser the JSON of an Issue"
     assert terms(f"{ascii_text} über")[:-1] == terms(ascii_text)
+
+
+def test_text_with_kana_is_japanese() -> None:
+    assert language_of("usersコレクションのemailフィールドにインデックスを作成して") == "ja"
+
+
+def test_han_alone_is_chinese() -> None:
+    assert language_of("在 Jira 里帮我保存一个筛选器") == "zh"
+
+
+def test_hangul_is_korean() -> None:
+    assert language_of("지난주 주문 목록을 보여줘") == "ko"
+
+
+def test_a_sentence_with_a_cjk_name_in_it_keeps_its_language() -> None:
+    assert language_of("show me the weather forecast for 東京 tomorrow") == "en"
+
+
+def _pairs(run: str) -> list[str]:
+    """A stand-in for a model's tokenizer: the run cut into pairs of characters."""
+    return [run[start : start + 2] for start in range(0, len(run), 2)]
+
+
+def test_cjk_words_are_katakana_runs_whole_and_han_runs_cut_by_the_tokenizer() -> None:
+    assert cjk_words("クラスターの合并请求", _pairs) == ["クラスター", "合并", "请求"]
+
+
+def test_cjk_words_leave_out_hiragana_and_han_pieces_of_one_character() -> None:
+    assert cjk_words("履歴をたどりたい一个问", _pairs) == ["履歴", "一个"]
+
+
+def test_cjk_words_read_half_width_katakana_as_full_width() -> None:
+    assert cjk_words("ｸﾗｽﾀｰ", _pairs) == ["クラスター"]
+
+
+def test_spelled_words_stop_where_cjk_begins() -> None:
+    assert spelled_words("Braveで冬の写真 docusign 2025 ab") == ["Brave", "docusign"]

@@ -78,6 +78,10 @@ class Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, self.manifest.passage_prefix)
 
+    def pieces(self, text: str) -> list[str]:
+        """How the model's tokenizer segments `text` (`TextTokenizer.pieces`)."""
+        return self._tokenizer.pieces(self._normalized([text])[0])
+
     def close(self) -> None:
         """Start no model run from now on: an embedding under way raises `EmbedderClosed` after its
         current run (a batch of `batch_tokens`). For shutdown: a thread still inside onnxruntime
@@ -89,10 +93,7 @@ class Embedder:
     def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of texts, not a single string")
-        form = self.manifest.text_normalization
-        if form != "none":
-            texts = [unicodedata.normalize("NFC" if form == "nfc" else "NFKC", t) for t in texts]
-        prepared = [prefix + t for t in texts]
+        prepared = [prefix + t for t in self._normalized(texts)]
         token_ids = self._tokenizer.token_ids(prepared)
         lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
         # All ids end to end, then one padding id that every padded position points at.
@@ -116,6 +117,12 @@ class Embedder:
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         np.divide(rows, norms, out=rows, where=norms > 0)
         return rows
+
+    def _normalized(self, texts: Sequence[str]) -> Sequence[str]:
+        form = self.manifest.text_normalization
+        if form == "none":
+            return texts
+        return [unicodedata.normalize("NFC" if form == "nfc" else "NFKC", t) for t in texts]
 
     def _runs(
         self, run: Callable[[np.ndarray], np.ndarray], batches: list[np.ndarray]

@@ -53,6 +53,11 @@ class TextTokenizer(Protocol):
         """Each text's token ids, special tokens included, at most the model's `max_tokens`."""
         ...
 
+    def pieces(self, text: str) -> list[str]:
+        """The text's pieces as strings, without special tokens or word-start marks: the model's
+        own segmentation of it (of words written without spaces, say)."""
+        ...
+
 
 def load_tokenizer(path: Path, max_tokens: int) -> TextTokenizer:
     """The tokenizer `path` describes, truncating to `max_tokens` ids (special tokens included)."""
@@ -80,6 +85,11 @@ class HuggingFaceTokenizer:
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
+
+    def pieces(self, text: str) -> list[str]:
+        # The text each token covers: an unknown token's own string (`[UNK]`) is not the text.
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        return _bare([text[start:end] for start, end in encoding.offsets])
 
 
 class SentencePieceTokenizer:
@@ -122,6 +132,11 @@ class SentencePieceTokenizer:
         prepared = [self._spaced(text) for text in self._normalizer.normalize(list(texts))]
         return [[self._bos_id, *self._body(text)[: self._body_tokens], self._eos_id] for text in prepared]
 
+    def pieces(self, text: str) -> list[str]:
+        (normalized,) = self._normalizer.normalize([text])
+        tokens: list[str] = self._pieces.encode(self._spaced(normalized), out_type=str)
+        return _bare(tokens)
+
     def _spaced(self, text: str) -> str:
         if self._trim:
             text = text.strip(" ")
@@ -159,6 +174,12 @@ class SentencePieceTokenizer:
             start = position
         if start < len(text):
             yield text[start:], False
+
+
+def _bare(pieces: Sequence[str]) -> list[str]:
+    """Pieces without word-start marks (`▁`) or the spaces around them; empty ones dropped."""
+    bare = (piece.replace(METASPACE, " ").strip() for piece in pieces)
+    return [piece for piece in bare if piece]
 
 
 def _processor(model: bytes) -> sentencepiece.SentencePieceProcessor:

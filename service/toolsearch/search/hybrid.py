@@ -19,7 +19,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
 5. Abstention: when no tool is named and the best tool's passage cosine is below the model's
    calibrated `AbstentionThreshold.cosine` and its lexical score below `.lexical`, every hit is weak.
 6. Translation, for a query not in English: each of its words that no tool has
-   (`LexicalIndex.unknown_words`) is embedded alone and read as the catalog word nearest to it,
+   (`LexicalIndex.unknown_words`; in Chinese and Japanese, whose words no space separates, the
+   words `text.cjk_words` cuts from the query with the model's own tokenizer) is embedded alone and
+   read as the catalog word nearest to it,
    when that one is at the model's calibrated `translation_cosine` or closer; the lexical part of
    the fusion then counts those words too, at `TRANSLATION_WEIGHT`. Abstention is decided before:
    a translation is a guess, not evidence.
@@ -326,10 +328,12 @@ class HybridIndex:
 
     def translations(self, query: str) -> list[str]:
         """The catalog's words for the words of `query` that no tool has (`LexicalIndex.unknown_words`,
-        the first `TRANSLATED_WORDS`): each one's nearest catalog word by the model, if near enough."""
+        then `text.cjk_words`; the first `TRANSLATED_WORDS`): each one's nearest catalog word by the
+        model, if near enough."""
         if self._translation_cosine is None:
             return []
-        words = self.lexical.unknown_words(query)[:TRANSLATED_WORDS]
+        cjk = text.cjk_words(query, self._query_vectors.embedder.pieces)
+        words = [*self.lexical.unknown_words(query), *filter(self.lexical.is_unknown, cjk)][:TRANSLATED_WORDS]
         if not words:
             return []
         return self.semantic.closest_words(self._query_vectors.many(words), self._translation_cosine)

@@ -72,8 +72,6 @@ _MAX_QUERY_CHARS = 4096
 _NAME_SEPARATORS = re.compile(r"[\W_]+")
 _QUERY_CHUNK = re.compile(r"[^\s\"'`“”„«»‘’,;:!?()\[\]{}<>]+")
 _IDENTIFIER_LIKE = re.compile(r"[_.\-]|[a-z][A-Z]")
-_SPELLED_WORD = re.compile(r"(?<!\w)[^\W\d_]{4,}(?!\w)")
-"""A word of letters alone, four or more: not an identifier, a number or a code."""
 _EXACT = "="
 """Prefix of the `_names` keys that hold a tool's very name (name keys never contain `=`)."""
 
@@ -242,8 +240,12 @@ class LexicalIndex:
     def unknown_words(self, query: str) -> list[str]:
         """The words of `query` (of four letters or more, in lower case, each once, in order) that no
         tool's text has a term of: words of another language, or misspelt."""
-        words = {token.lower(): token for token in _SPELLED_WORD.findall(query[:_MAX_QUERY_CHARS])}
+        words = {token.lower(): token for token in text.spelled_words(query[:_MAX_QUERY_CHARS])}
         return [word for word, token in words.items() if self._is_unknown(token)]
+
+    def is_unknown(self, word: str) -> bool:
+        """Whether no tool's text has a term of `word` (a content word)."""
+        return self._is_unknown(word)
 
     def _is_unknown_word(self, word: str) -> bool:
         """Whether `word` is a content word (not a stopword) and no tool has any of its terms."""

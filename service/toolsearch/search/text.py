@@ -31,7 +31,7 @@ import operator
 import re
 import threading
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import Stemmer
@@ -66,6 +66,17 @@ _MARK_CODES = [
 # Combining marks belong to their word: Devanagari, Thai or Tamil words are spelt with them.
 _LETTERS = rf"[^\W_{_CJK}]"
 _TOKEN = re.compile(rf"([{_CJK}]+)|({_LETTERS}+(?:[{_ranges(_MARK_CODES)}]+{_LETTERS}*)*)")
+_SPELLED_WORD = re.compile(rf"(?<![^\W{_CJK}])[^\W\d_{_CJK}]{{4,}}(?![^\W{_CJK}])")
+_CJK_CHARACTER = re.compile(f"[{_CJK}]")
+_OTHER_LETTER = re.compile(_LETTERS)
+_HAN = "\u2e80-\u2fdf\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HIRAGANA, _KATAKANA = "\u3040-\u309f", "\u30a0-\u30ff\u31f0-\u31ff"
+_HANGUL_LETTERS = "\u1100-\u11ff\ua960-\ua97f\uac00-\ud7ff"
+_KANA = re.compile(f"[{_HIRAGANA}{_KATAKANA}]")
+_HANGUL = re.compile(f"[{_HANGUL_LETTERS}]")
+_SCRIPT_RUN = re.compile(f"[{_HAN}]+|[{_KATAKANA}]+|[{_HIRAGANA}]+|[{_HANGUL_LETTERS}]+")
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_HIRAGANA_RUN = re.compile(f"[{_HIRAGANA}]+")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _ASCII_TOKEN = re.compile(r"[a-zA-Z0-9]+")
 """What `_TOKEN` finds in ASCII text (no CJK, no marks, nothing NFKC changes), several times faster."""
@@ -237,10 +248,34 @@ def _folded(forms: list[str]) -> list[str]:
 
 
 def language_of(text: str) -> str:
-    """The ISO 639-1 code of the language `text` is guessed to be in: one of those the analyzer
-    stems (en, lt, de, es, fr), English when nothing points elsewhere (CJK included)."""
+    """The ISO 639-1 code of the language `text` is guessed to be in: Japanese (any kana), Korean
+    (any Hangul) or Chinese (Han alone) where those scripts carry the text (a CJK character counts
+    as three letters: it is about a word), else one of those the analyzer stems (en, lt, de, es,
+    fr), English when nothing points elsewhere."""
+    cjk = len(_CJK_CHARACTER.findall(text))
+    if cjk and 3 * cjk >= len(_OTHER_LETTER.findall(text)):
+        return "ja" if _KANA.search(text) else "ko" if _HANGUL.search(text) else "zh"
     forms = _forms(text)[0]
     return _guess_language(forms, _folded(forms)).code
+
+
+def spelled_words(text: str) -> list[str]:
+    """The words of letters alone, four or more, outside CJK: not an identifier, a number or a code."""
+    return _SPELLED_WORD.findall(text)
+
+
+def cjk_words(text: str, pieces: Callable[[str], Sequence[str]]) -> list[str]:
+    """The words of `text`'s CJK runs, each once, in order, for translation: a run of Katakana
+    (loanwords: `クラスター`) or Hangul is a word; a run of Han is cut into words by `pieces` (a
+    model's tokenizer, which has learnt the language's words) and pieces of one character are
+    dropped (ambiguous alone); Hiragana is left out (particles and endings)."""
+    found: list[str] = []
+    for run in _SCRIPT_RUN.findall(unicodedata.normalize("NFKC", text)):
+        if _HAN_RUN.fullmatch(run):
+            found.extend(piece for piece in pieces(run) if len(piece) >= 2)
+        elif len(run) >= 2 and not _HIRAGANA_RUN.fullmatch(run):
+            found.append(run)
+    return list(dict.fromkeys(found))
 
 
 def _stems(forms: list[str]) -> tuple[list[str], list[str] | None, list[bool]]:
