@@ -132,13 +132,15 @@ def _skeleton_chars(text: str) -> str:
     """`text` with each character confusable with a Latin one replaced by it (Cyrillic `і` -> `i`)."""
     if text.isascii():
         return text
-    found = confusables.is_confusable(text, greedy=True, preferred_aliases=["latin", "common"]) or []
+    # Each character is looked up once; ASCII ones are Latin or Common, never replaced.
+    others = "".join(char for char in set(text) if not char.isascii())
+    found = confusables.is_confusable(others, greedy=True, preferred_aliases=["latin", "common"]) or []
     replaced = {}
     for entry in found:
         latin = [glyph["c"] for glyph in entry["homoglyphs"] if glyph["c"].isascii()]
         if latin:
-            replaced[entry["character"]] = latin[0]
-    return "".join(replaced.get(char, char) for char in text)
+            replaced[ord(entry["character"])] = latin[0]
+    return text.translate(replaced)
 
 
 @lru_cache(maxsize=65536)
