@@ -96,7 +96,7 @@ REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME)
 _EVERY_PATTERN = [pattern for patterns in _PATTERNS.values() for pattern in patterns]
 _AT_WORDS = "|".join(f"(?:{pattern[2:]})" for pattern in _EVERY_PATTERN if pattern.startswith(r"\b"))
 # The patterns opening with `\b` go on with a letter, so their `\b` is "no word character before":
-# said once in front of them all, it scans in a third of the time their own `\b`s take.
+# said once in front of them all, it scans in 60% of the time their own `\b`s take.
 _ANY_PATTERN = "|".join([rf"(?<!\w)(?:{_AT_WORDS})", *(p for p in _EVERY_PATTERN if not p.startswith(r"\b"))])
 _ANY_REASON: Final = re.compile(_ANY_PATTERN, re.IGNORECASE)
 """Whether a text matches any reason's pattern: one scan instead of one per reason, and nearly every
