@@ -38,12 +38,14 @@ import Stemmer
 
 from toolsearch.search import stopwords
 
-# Han (with radicals, strokes and extensions), Hiragana, Katakana, Bopomofo, Hangul: scripts
-# written without spaces between words, or (Hangul) with stems that bigrams match well.
-_CJK = (
-    "\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\U00020000-\U0003134f"
-)
+# Han (with radicals, iteration marks and extensions), Hiragana, Katakana, Hangul, and Bopomofo,
+# Hangul compatibility jamo, Kanbun and CJK strokes: scripts written without spaces between words,
+# or (Hangul) with stems that bigrams match well.
+_HAN = "\u2e80-\u2fdf\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HIRAGANA = "\u3040-\u309f"
+_KATAKANA = "\u30a0-\u30ff\u31f0-\u31ff"
+_HANGUL_LETTERS = "\u1100-\u11ff\ua960-\ua97f\uac00-\ud7ff"
+_CJK = f"{_HAN}{_HIRAGANA}{_KATAKANA}{_HANGUL_LETTERS}\u3100-\u31ef"
 
 
 def _ranges(codes: list[int]) -> str:
@@ -69,14 +71,11 @@ _TOKEN = re.compile(rf"([{_CJK}]+)|({_LETTERS}+(?:[{_ranges(_MARK_CODES)}]+{_LET
 _SPELLED_WORD = re.compile(rf"(?<![^\W{_CJK}])[^\W\d_{_CJK}]{{4,}}(?![^\W{_CJK}])")
 _CJK_CHARACTER = re.compile(f"[{_CJK}]")
 _OTHER_LETTER = re.compile(_LETTERS)
-_HAN = "\u2e80-\u2fdf\u3005-\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_HIRAGANA, _KATAKANA = "\u3040-\u309f", "\u30a0-\u30ff\u31f0-\u31ff"
-_HANGUL_LETTERS = "\u1100-\u11ff\ua960-\ua97f\uac00-\ud7ff"
 _KANA = re.compile(f"[{_HIRAGANA}{_KATAKANA}]")
 _HANGUL = re.compile(f"[{_HANGUL_LETTERS}]")
-_SCRIPT_RUN = re.compile(f"[{_HAN}]+|[{_KATAKANA}]+|[{_HIRAGANA}]+|[{_HANGUL_LETTERS}]+")
-_HAN_RUN = re.compile(f"[{_HAN}]+")
-_HIRAGANA_RUN = re.compile(f"[{_HIRAGANA}]+")
+_SCRIPT_RUN = re.compile(
+    f"(?P<han>[{_HAN}]+)|(?P<katakana>[{_KATAKANA}]+)|(?P<hiragana>[{_HIRAGANA}]+)|(?P<hangul>[{_HANGUL_LETTERS}]+)"
+)
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _ASCII_TOKEN = re.compile(r"[a-zA-Z0-9]+")
 """What `_TOKEN` finds in ASCII text (no CJK, no marks, nothing NFKC changes), several times faster."""
@@ -270,11 +269,11 @@ def cjk_words(text: str, pieces: Callable[[str], Sequence[str]]) -> list[str]:
     model's tokenizer, which has learnt the language's words) and pieces of one character are
     dropped (ambiguous alone); Hiragana is left out (particles and endings)."""
     found: list[str] = []
-    for run in _SCRIPT_RUN.findall(unicodedata.normalize("NFKC", text)):
-        if _HAN_RUN.fullmatch(run):
-            found.extend(piece for piece in pieces(run) if len(piece) >= 2)
-        elif len(run) >= 2 and not _HIRAGANA_RUN.fullmatch(run):
-            found.append(run)
+    for run in _SCRIPT_RUN.finditer(unicodedata.normalize("NFKC", text)):
+        if run.lastgroup == "han":
+            found.extend(piece for piece in pieces(run.group()) if len(piece) >= 2)
+        elif run.lastgroup != "hiragana" and len(run.group()) >= 2:
+            found.append(run.group())
     return list(dict.fromkeys(found))
 
 
