@@ -40,7 +40,6 @@ from toolsearch.evaluation import DEPTH, Outcome, Query, load_queries
 from toolsearch.naming import split_qualified_name
 from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
 from toolsearch.search.ranking import (
-    FEATURES,
     Ranker,
     Signals,
     candidates,
@@ -104,14 +103,14 @@ def fit_weights(rows: Sequence[tuple[np.ndarray, np.ndarray]], l2: float = L2) -
     probability the gold tools get among the candidates) plus `l2` x the distance to the fusion."""
     rows = [(features, gold) for features, gold in rows if gold.any()]
     width = max(len(features) for features, _ in rows)
-    x = np.zeros((len(rows), width, len(FEATURES)))
+    x = np.zeros((len(rows), width, rows[0][0].shape[1]))
     present = np.zeros((len(rows), width), dtype=bool)
     gold = np.zeros((len(rows), width), dtype=bool)
     for number, (features, is_gold) in enumerate(rows):
         x[number, : len(features)] = features
         present[number, : len(features)] = True
         gold[number, : len(features)] = is_gold
-    start = initial_weights()
+    start = initial_weights(x.shape[2])
 
     def loss(weights: np.ndarray) -> tuple[float, np.ndarray]:
         scores = np.where(present, x @ weights, -np.inf)

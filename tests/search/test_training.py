@@ -16,7 +16,15 @@ from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding.profile import load_profile, write_profile
 from toolsearch.evaluation import Query
 from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
-from toolsearch.search.ranking import FEATURES, Ranker, ServerGroups, initial_weights
+from toolsearch.search.ranking import (
+    FEATURES,
+    Ranker,
+    ServerGroups,
+    Signals,
+    candidates,
+    feature_names,
+    initial_weights,
+)
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.training import fit_adapter, fit_weights, server_fold, train_ranker
 
@@ -57,6 +65,7 @@ def model_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("models")
     write_model(root / "first", tokenizer=_tokenizer(WORDS), name="tiny-first")
     write_model(root / "second", tokenizer=_tokenizer(WORDS), name="tiny-second")
+    write_model(root / "third", tokenizer=_tokenizer(WORDS), name="tiny-third")
     return root
 
 
@@ -215,5 +224,52 @@ def test_a_learned_hits_explanation_adds_up_to_its_score(index: HybridIndex, mod
         index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
     )
     for hit, parts in learned.explain("find a city", 3):
-        assert set(parts) == {*FEATURES, "named"}
+        assert set(parts) == {*FEATURES, "best_sentence", "named"}
+        assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)
+
+
+def test_a_ranker_reads_a_feature_of_each_further_companion(model_root: Path, tmp_path: Path) -> None:
+    models = [load_model(model_root / name) for name in ("first", "second", "third")]
+    three = build_index(_tools(), models[0], companions=[QueryVectors(model) for model in models[1:]])
+    assert isinstance(three, HybridIndex)
+    ranker = _train(three, models)
+    assert ranker.features == (*FEATURES, "companion_2") == feature_names(2)
+    assert len(ranker.weights) == len(ranker.features)
+    ranker.save(tmp_path)
+    assert Ranker.load(tmp_path).features == ranker.features
+    learned = HybridIndex(
+        three.lexical, three.semantic, QueryVectors(models[0]), companions=three.companions, ranker=ranker
+    )
+    for hit, parts in learned.explain("find a city", 3):
+        assert set(parts) == {*ranker.features, "best_sentence", "named"}
+        assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)
+
+
+def test_a_companion_that_sat_out_the_query_brings_no_candidates() -> None:
+    tools = 200
+    rising = np.linspace(0.0, 1.0, tools)  # the first tools are the worst by every signal
+    signals = Signals(
+        fusion=rising,
+        lexical=rising,
+        server_lexical=np.zeros(tools),
+        dense=rising,
+        companions=(np.zeros(tools),),
+        named=np.array([], np.int64),
+        english=True,
+        vector=np.zeros(4),
+    )
+    assert candidates(signals).min() >= tools - 50
+
+
+def test_a_long_requests_explanation_adds_its_best_sentence_to_its_features(
+    index: HybridIndex, models: list[Embedder]
+) -> None:
+    ranker = _train(index, models)
+    learned = HybridIndex(
+        index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
+    )
+    request = " ".join(["please find files in a folder now."] * 3 + ["create a calendar event now."] * 3)
+    explained = learned.explain(request, 3)
+    assert any(parts["best_sentence"] != 0.0 for _, parts in explained)
+    for hit, parts in explained:
         assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)

@@ -28,6 +28,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
 7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
    re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
    (`LexicalIndex.name_matches`) ranks above all others either way.
+8. Long requests: one of several sentences (background, the ask, thanks) is also ranked sentence
+   by sentence, each tool adding its best sentence's score to the whole request's
+   (`search.sentences`).
 
 The weights were tuned on the dev set, the ranker trained on the training set; what each step
 gained is in docs/search-quality.md.
@@ -53,7 +56,6 @@ from toolsearch.search import SearchHit, SearchIndex, text
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import (
-    FEATURES,
     Ranker,
     ServerGroups,
     Signals,
@@ -64,6 +66,7 @@ from toolsearch.search.ranking import (
     standardised,
 )
 from toolsearch.search.semantic import SemanticIndex
+from toolsearch.search.sentences import combined, sentences
 from toolsearch.search.vectors import MemoryVectorCache, VectorCache
 from toolsearch.tool import Tool
 
@@ -178,6 +181,18 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class Ranking:
+    evidence: Evidence
+    """Of the whole request."""
+    whole: np.ndarray
+    """Every tool's score for the whole request."""
+    scores: np.ndarray
+    """The final scores: `whole`, plus each tool's best sentence score for a long request."""
+    weak: bool
+    """No tool fits the request or any of its sentences well."""
+
+
+@dataclass(frozen=True, slots=True)
 class Companion:
     """A further embedding model in the fusion: its vectors of the catalog and its query cache."""
 
@@ -241,19 +256,20 @@ class HybridIndex:
             cosines = self.semantic.similarities(query_vector)
             dense = self.semantic.blended_similarities(query_vector, cosines)
             return _best(dense, limit, weak=self._weak(dense, cosines, np.zeros_like(cosines), named=False))
-        evidence = self.evidence(query)
-        return _best(self.scores(evidence.signals), limit, weak=evidence.weak)
+        ranking = self.ranking(query)
+        return _best(ranking.scores, limit, weak=ranking.weak)
 
     def explain(self, query: str, limit: int) -> list[tuple[SearchHit, dict[str, float]]]:
         """The best `limit` tools for `query`, each with what every signal added to its score: the
-        learned ranking's features times their weights, or the fusion's three parts."""
-        evidence = self.evidence(query)
-        signals = evidence.signals
-        hits = _best(self.scores(signals), limit, weak=evidence.weak)
+        learned ranking's features times their weights, or the fusion's three parts, and for a long
+        request what its best sentence added (`best_sentence`)."""
+        ranking = self.ranking(query)
+        signals = ranking.evidence.signals
+        hits = _best(ranking.scores, limit, weak=ranking.weak)
         positions = np.array([hit.position for hit in hits], dtype=np.int64)
         if self.ranker is not None:
             rows = self.ranker.contributions(signals, positions, self.groups, self.one_word_names)
-            parts = [dict(zip(FEATURES, map(float, row), strict=True)) for row in rows]
+            parts = [dict(zip(self.ranker.features, map(float, row), strict=True)) for row in rows]
         else:
             lexical = LEXICAL_WEIGHT * relative(signals.lexical)
             dense = DENSE_WEIGHT * standardised(signals.dense)
@@ -264,8 +280,22 @@ class HybridIndex:
             ]
         named = set(signals.named.tolist())
         for hit, part in zip(hits, parts, strict=True):
+            part["best_sentence"] = float(ranking.scores[hit.position] - ranking.whole[hit.position])
             part["named"] = float(hit.position in named)
         return list(zip(hits, parts, strict=True))
+
+    def ranking(self, query: str) -> Ranking:
+        """`query` ranked whole, and for a long request by its sentences too (`search.sentences`)."""
+        evidence = self.evidence(query)
+        whole = self.scores(evidence.signals)
+        parts = sentences(query[:_MAX_QUERY_CHARS])
+        if not parts:
+            return Ranking(evidence, whole, whole, evidence.weak)
+        self._query_vectors.many([intent(part) for part in parts])  # one model call, not one each
+        by_sentence = [self.evidence(part) for part in parts]
+        scores = combined(whole, [self.scores(each.signals) for each in by_sentence])
+        weak = evidence.weak and all(each.weak for each in by_sentence)
+        return Ranking(evidence, whole, scores, weak)
 
     def scores(self, signals: Signals) -> np.ndarray:
         """Every tool's final score: the learned ranking's where the index has one, else the fusion's;
@@ -288,14 +318,14 @@ class HybridIndex:
         if expansion:
             lexical = lexical + EXPANSION_WEIGHT * self.lexical.bm25_scores(" ".join(expansion))
         semantic = DENSE_WEIGHT * standardised(dense)
-        companion = np.zeros_like(dense)
-        for number, each in enumerate(self.companions):
+        companions = []
+        for each in self.companions:
             # A model sits out a language it does not know: its query is not even embedded.
+            similarity = np.zeros_like(dense)
             if each.knows(language):
                 similarity = each.similarities(each.query_vectors(request))
                 semantic += COMPANION_WEIGHT * standardised(similarity)
-                if number == 0:
-                    companion = similarity
+            companions.append(similarity)
         fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
@@ -311,7 +341,7 @@ class HybridIndex:
             lexical=lexical,
             server_lexical=server_share,
             dense=dense,
-            companion=companion,
+            companions=tuple(companions),
             named=named,
             english=language == "en",
             vector=query_vector,

@@ -28,6 +28,7 @@ import scipy.sparse
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
 from toolsearch.search.documents import FIELDS, VOCABULARY, ToolDocument, tool_documents
+from toolsearch.search.sentences import combined, sentences
 from toolsearch.tool import Tool
 
 
@@ -303,8 +304,12 @@ class LexicalIndex:
         return scores
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
-        """The best `limit` tools that match `query` at all, best first (ties by position)."""
+        """The best `limit` tools that match `query` at all, best first (ties by position); a long
+        request ranked by its sentences too (`search.sentences`)."""
         scores = self.scores(query)
+        parts = sentences(query[:_MAX_QUERY_CHARS])
+        if parts:
+            scores = combined(scores, [self.scores(part) for part in parts])
         matching = np.flatnonzero(scores > 0)
         if limit <= 0 or not len(matching):
             return []

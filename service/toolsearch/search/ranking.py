@@ -54,7 +54,9 @@ FEATURES = (
 """What the re-ranker reads of each candidate. `server_*` are the best value among the tools of the
 candidate's server (which product the request is about); `one_word_name_lexical` is the lexical
 score of a tool whose name is one word (such names match long requests by accident); `english_*`
-let the weights differ for English requests, whose words the catalog shares."""
+let the weights differ for English requests, whose words the catalog shares. `companion` is the
+first companion model's similarity; a profile with more companions reads one `companion_N` each
+after these (`feature_names`)."""
 CANDIDATES_BY_FUSION = 50
 CANDIDATES_BY_MODEL = 30
 CANDIDATES_BY_LEXICAL = 30
@@ -73,8 +75,8 @@ class Signals:
     """The part of BM25F that comes from the tool's server's words."""
     dense: np.ndarray
     """The first model's similarity (both passages blended)."""
-    companion: np.ndarray
-    """The companion model's similarity; zeros when there is none or it does not know the language."""
+    companions: tuple[np.ndarray, ...]
+    """Each companion model's similarity; zeros where it sits out the query's language."""
     named: np.ndarray
     """Positions of the tools the query names."""
     english: bool
@@ -102,6 +104,11 @@ class ServerGroups:
         if not len(values):
             return values
         return np.maximum.reduceat(values[self._order], self._starts)[self._group]
+
+
+def feature_names(companions: int) -> tuple[str, ...]:
+    """What the re-ranker reads of each candidate for a profile with `companions` companion models."""
+    return FEATURES + tuple(f"companion_{number}" for number in range(2, companions + 1))
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
@@ -137,7 +144,8 @@ def candidates(signals: Signals) -> np.ndarray:
                 _top(signals.fusion, CANDIDATES_BY_FUSION),
                 _top(signals.dense, CANDIDATES_BY_MODEL),
                 _top(signals.lexical, CANDIDATES_BY_LEXICAL),
-                _top(signals.companion, CANDIDATES_BY_COMPANION),
+                # A companion that sat out the query has no best tools.
+                *(_top(each, CANDIDATES_BY_COMPANION) for each in signals.companions if each.any()),
                 signals.named,
             ]
         ).astype(np.int64)
@@ -147,18 +155,19 @@ def candidates(signals: Signals) -> np.ndarray:
 def feature_rows(
     signals: Signals, chosen: np.ndarray, groups: ServerGroups, one_word_names: np.ndarray
 ) -> np.ndarray:
-    """One row of `FEATURES` per chosen tool."""
+    """One row of `feature_names(len(signals.companions))` per chosen tool."""
     fusion = standardised(signals.fusion)
     lexical = relative(signals.lexical)
     dense = standardised(signals.dense)
-    companion = standardised(signals.companion)  # zeros stay zeros: a model sitting out adds nothing
+    # Zeros stay zeros: a model sitting out adds nothing.
+    first, *others = [standardised(each)[chosen] for each in signals.companions] or [np.zeros(len(chosen))]
     adapted = standardised(signals.adapted_dense) if signals.adapted_dense is not None else dense
     english = float(signals.english)
     columns = (
         fusion[chosen],
         lexical[chosen],
         dense[chosen],
-        companion[chosen],
+        first,
         groups.best(dense)[chosen],
         groups.best(lexical)[chosen],
         relative(signals.server_lexical)[chosen],
@@ -167,6 +176,7 @@ def feature_rows(
         english * dense[chosen],
         adapted[chosen],
         groups.best(adapted)[chosen],
+        *others,
     )
     return np.stack(columns, axis=1)
 
@@ -177,9 +187,9 @@ def adapt(vector: np.ndarray, adapter: np.ndarray) -> np.ndarray:
     return moved / max(float(np.linalg.norm(moved)), 1e-9)
 
 
-def initial_weights() -> np.ndarray:
-    """The fusion alone: where training starts and what L2 pulls back toward."""
-    weights = np.zeros(len(FEATURES))
+def initial_weights(width: int = len(FEATURES)) -> np.ndarray:
+    """The fusion alone, over `width` features: where training starts and what L2 pulls back toward."""
+    weights = np.zeros(width)
     weights[FEATURES.index("fusion")] = 1.0
     return weights
 
@@ -195,6 +205,10 @@ class Ranker:
     """Fingerprints of the models it was trained with (`Embedder.fingerprint`)."""
     training: dict[str, Any]
     """How it was trained: data digests, settings, figures (recorded, not used to rank)."""
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return feature_names(len(self.models) - 1)
 
     def fits(self, fingerprints: Sequence[str]) -> bool:
         """Whether it was trained for exactly these models, in this order."""
@@ -225,7 +239,7 @@ class Ranker:
             files.append({"file": name, "sha256": sha256_file(directory / name)})
         document = {
             "format": FORMAT_VERSION,
-            "features": list(FEATURES),
+            "features": list(self.features),
             "weights": [round(float(w), 8) for w in self.weights],
             "models": list(self.models),
             "adapters": files,
@@ -246,7 +260,8 @@ class Ranker:
             raise ModelError(f"{path}: not a ranker of format {FORMAT_VERSION}")
         if document.get("sha256") != _document_digest(document):
             raise ModelError(f"{path}: its contents do not match its sha256; train it again")
-        if document.get("features") != list(FEATURES):
+        models = document.get("models")
+        if not isinstance(models, list) or document.get("features") != list(feature_names(len(models) - 1)):
             raise ModelError(f"{path}: trained on other features than this version reads; train it again")
         adapters = []
         for entry in document["adapters"]:
