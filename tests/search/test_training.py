@@ -3,6 +3,7 @@ training is repeatable, its artifact is checked before it is trusted, and a prof
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -125,6 +126,20 @@ def test_a_ranker_whose_weights_were_edited_is_refused(
     document["weights"][0] = 10.0
     (tmp_path / "ranker.json").write_text(json.dumps(document))
     with pytest.raises(ModelError, match="do not match its sha256"):
+        Ranker.load(tmp_path)
+
+
+def test_a_ranker_without_a_weight_for_each_feature_is_refused(
+    index: HybridIndex, models: list[Embedder], tmp_path: Path
+) -> None:
+    _train(index, models).save(tmp_path)
+    document = json.loads((tmp_path / "ranker.json").read_text())
+    document["weights"].append(0.5)
+    document["sha256"] = hashlib.sha256(
+        json.dumps({k: v for k, v in document.items() if k != "sha256"}, sort_keys=True).encode()
+    ).hexdigest()
+    (tmp_path / "ranker.json").write_text(json.dumps(document))
+    with pytest.raises(ModelError, match="other features than this version reads"):
         Ranker.load(tmp_path)
 
 

@@ -28,8 +28,8 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
 7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
    re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
    (`LexicalIndex.name_matches`) ranks above all others either way.
-8. Long requests: one of several sentences (background, the ask, thanks) is also ranked sentence
-   by sentence, each tool adding its best sentence's score to the whole request's
+8. Long requests: a request of several sentences (background, the ask, thanks) is also ranked
+   sentence by sentence, each tool adding its best sentence's score to the whole request's
    (`search.sentences`).
 
 The weights were tuned on the dev set, the ranker trained on the training set; what each step

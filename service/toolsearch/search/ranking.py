@@ -260,8 +260,7 @@ class Ranker:
             raise ModelError(f"{path}: not a ranker of format {FORMAT_VERSION}")
         if document.get("sha256") != _document_digest(document):
             raise ModelError(f"{path}: its contents do not match its sha256; train it again")
-        models = document.get("models")
-        if not isinstance(models, list) or document.get("features") != list(feature_names(len(models) - 1)):
+        if not _reads_its_features(document):
             raise ModelError(f"{path}: trained on other features than this version reads; train it again")
         adapters = []
         for entry in document["adapters"]:
@@ -275,6 +274,15 @@ class Ranker:
             tuple(document["models"]),
             document.get("training", {}),
         )
+
+
+def _reads_its_features(document: dict[str, Any]) -> bool:
+    """Whether the document's features are what this version reads for its models, a weight each."""
+    models, weights = document.get("models"), document.get("weights")
+    if not isinstance(models, list) or not isinstance(weights, list):
+        return False
+    features = list(feature_names(len(models) - 1))
+    return document.get("features") == features and len(weights) == len(features)
 
 
 def _document_digest(document: dict[str, Any]) -> str:
