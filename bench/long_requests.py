@@ -13,9 +13,10 @@ are the request's. Deterministic: the files are committed, this rewrites them id
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import Any
 
-DATA = Path(__file__).parent / "data"
+from bench.stats import DEV_QUERIES, dev_queries
+
 CONTEXTS = (
     (
         "Some background first. I have been working with our team on the quarterly update all week, and "
@@ -73,10 +74,10 @@ CONTEXTS = (
 SETS = {"tune": range(0, 5), "held": range(5, 10)}
 
 
-def long_requests(requests: list[dict[str, object]], contexts: range) -> list[dict[str, object]]:
+def long_requests(requests: list[dict[str, Any]], contexts: range) -> list[dict[str, Any]]:
     """Each English servable request once per context of `contexts`, in request order."""
     return [
-        {**request, "id": f"{request['id']}-c{number}", "query": before + str(request["query"]) + after}
+        {**request, "id": f"{request['id']}-c{number}", "query": before + request["query"] + after}
         for request in requests
         if request["lang"] == "en" and request["gold"]
         for number in contexts
@@ -85,11 +86,9 @@ def long_requests(requests: list[dict[str, object]], contexts: range) -> list[di
 
 
 def main() -> None:
-    lines = (DATA / "queries-dev.jsonl").read_text(encoding="utf-8").splitlines()
-    requests = [json.loads(line) for line in lines if line.strip()]
     for name, contexts in SETS.items():
-        rows = long_requests(requests, contexts)
-        path = DATA / f"queries-dev-long-{name}.jsonl"
+        rows = long_requests(dev_queries(), contexts)
+        path = DEV_QUERIES.with_name(f"queries-dev-long-{name}.jsonl")
         path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
         print(f"{path}: {len(rows)} requests")
 
