@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 LONG_REQUEST_WORDS = 30
-"""Requests of fewer words are ranked whole (no dev or training request but two is this long)."""
+"""Requests of fewer words are ranked whole (as are every dev request and all but two training ones)."""
 MIN_SENTENCE_WORDS = 3
 """A shorter piece ("Thanks!", "Okay, next task.") asks for nothing a tool does."""
 MAX_SENTENCES = 6
