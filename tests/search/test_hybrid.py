@@ -14,6 +14,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from tests.embedding.tiny_models import token_states_graph, token_table, write_model
 from toolsearch.embedding import Embedder, load_model
 from toolsearch.search import SearchIndex, hybrid
+from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
     AbstentionThreshold,
     Calibration,
@@ -389,14 +390,14 @@ def test_a_query_word_no_tool_has_is_read_as_the_catalog_word_nearest_to_it(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
     index = _translating(tools, bilingual_embedder, 0.99)
-    assert index.translations("klaidą sekiklyje") == ["issue", "tracker"]
+    assert index.translations("klaidą sekiklyje", "lt") == ["issue", "tracker"]
 
 
 def test_a_word_near_no_catalog_word_is_not_translated(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
     index = _translating(tools, bilingual_embedder, 0.99)
-    assert index.translations("klaidą pizzą") == ["issue"]
+    assert index.translations("klaidą pizzą", "lt") == ["issue"]
 
 
 def test_only_a_query_in_another_language_has_its_words_translated(
@@ -413,17 +414,41 @@ def test_the_han_words_of_a_chinese_query_are_translated(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
     index = _translating(tools, bilingual_embedder, 0.99)
-    assert index.translations("问题 跟踪器") == ["issue", "tracker"]
+    assert index.translations("问题 跟踪器", "zh") == ["issue", "tracker"]
 
 
 def test_a_model_without_calibration_translates_nothing(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
-    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje") == []
+    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje", "lt") == []
 
 
 def test_a_calibrated_model_translates_at_its_cosine(
     tools: list[Tool], bilingual_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(hybrid.CALIBRATIONS, "tiny", Calibration(NEVER, translation_cosine=0.99))
-    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje") == ["issue", "tracker"]
+    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje", "lt") == [
+        "issue",
+        "tracker",
+    ]
+
+
+def _with_dictionary(tools: list[Tool], embedder: Embedder, entries: dict[str, str]) -> HybridIndex:
+    dictionaries = Dictionaries({"lt": Dictionary(Table.of(entries), Table.of({}))})
+    lexical, semantic = LexicalIndex.build(tools), _semantic(tools, embedder)
+    return HybridIndex(lexical, *semantic, translation_cosine=0.99, dictionaries=dictionaries)
+
+
+def test_a_word_the_dictionary_knows_is_read_by_it_not_by_the_model(
+    tools: list[Tool], bilingual_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _with_dictionary(tools, bilingual_embedder, {"klaidą": "bug issue"})
+    embedded = _recorded(bilingual_embedder, "embed_queries", monkeypatch)
+    assert index.translations("klaidą sekiklyje", "lt") == ["issue", "tracker"]
+    assert embedded == ["sekiklyje"]  # `bug` is no catalog word; the model reads only the unknown word
+
+
+def test_a_dictionary_serves_only_its_own_language(tools: list[Tool], bilingual_embedder: Embedder) -> None:
+    index = _with_dictionary(tools, bilingual_embedder, {"klaidą": "tracker"})
+    assert index.translations("klaidą", "lt") == ["tracker"]
+    assert index.translations("klaidą", "de") == ["issue"]

@@ -16,6 +16,7 @@ from tests.search.test_hybrid import _tokenizer
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding.profile import load_profile, write_profile
 from toolsearch.evaluation import Query
+from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
 from toolsearch.search.ranking import (
     FEATURES,
@@ -175,6 +176,54 @@ def test_a_profile_whose_ranker_was_trained_for_other_models_is_refused(
     root = _profile(tmp_path, model_root, _train(index, models))
     write_profile(root, ["second", "first"], "ranker")
     with pytest.raises(ModelError, match="trained for other models"):
+        load_profile([root])
+
+
+def _dictionaries() -> Dictionaries:
+    return Dictionaries({"lt": Dictionary(Table.of({"byla": "files"}), Table.of({}))})
+
+
+def test_a_ranker_records_the_dictionaries_it_was_trained_with(
+    index: HybridIndex, models: list[Embedder], tmp_path: Path
+) -> None:
+    translating = HybridIndex(
+        index.lexical,
+        index.semantic,
+        QueryVectors(models[0]),
+        companions=index.companions,
+        dictionaries=_dictionaries(),
+    )
+    ranker = _train(translating, models)
+    ranker.save(tmp_path)
+    loaded = Ranker.load(tmp_path)
+    fingerprints = [model.fingerprint for model in models]
+    assert loaded.dictionaries == _dictionaries().digest
+    assert loaded.fits(fingerprints, _dictionaries().digest)
+    assert not loaded.fits(fingerprints)
+
+
+def test_a_ranker_trained_without_dictionaries_does_not_rank_with_them(
+    index: HybridIndex, models: list[Embedder]
+) -> None:
+    ranker = _train(index, models)
+    translating = HybridIndex(
+        index.lexical,
+        index.semantic,
+        QueryVectors(models[0]),
+        companions=index.companions,
+        ranker=ranker,
+        dictionaries=_dictionaries(),
+    )
+    assert translating.ranker is None  # ranks by the fusion
+
+
+def test_a_profile_whose_ranker_was_trained_without_its_dictionaries_is_refused(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    root = _profile(tmp_path, model_root, _train(index, models))
+    _dictionaries().save(root / "dictionaries")
+    write_profile(root, ["first", "second"], "ranker", "dictionaries")
+    with pytest.raises(ModelError, match="trained for other dictionaries"):
         load_profile([root])
 
 

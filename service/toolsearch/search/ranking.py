@@ -205,14 +205,18 @@ class Ranker:
     """Fingerprints of the models it was trained with (`Embedder.fingerprint`)."""
     training: dict[str, Any]
     """How it was trained: data digests, settings, figures (recorded, not used to rank)."""
+    dictionaries: str | None = None
+    """The digest of the dictionaries that translated its training requests (`Dictionaries.digest`),
+    None for none: its weights count on what they translate."""
 
     @property
     def features(self) -> tuple[str, ...]:
         return feature_names(len(self.models) - 1)
 
-    def fits(self, fingerprints: Sequence[str]) -> bool:
-        """Whether it was trained for exactly these models, in this order."""
-        return tuple(fingerprints) == self.models
+    def fits(self, fingerprints: Sequence[str], dictionaries: str | None = None) -> bool:
+        """Whether it was trained for exactly these models, in this order, and these dictionaries
+        (their digest; None: none)."""
+        return tuple(fingerprints) == self.models and dictionaries == self.dictionaries
 
     def scores(self, signals: Signals, groups: ServerGroups, one_word_names: np.ndarray) -> np.ndarray:
         """Every tool's learned score: candidates by their features, the rest below them all, and
@@ -242,6 +246,7 @@ class Ranker:
             "features": list(self.features),
             "weights": [round(float(w), 8) for w in self.weights],
             "models": list(self.models),
+            "dictionaries": self.dictionaries,
             "adapters": files,
             "training": self.training,
         }
@@ -273,6 +278,7 @@ class Ranker:
             tuple(adapters),
             tuple(document["models"]),
             document.get("training", {}),
+            document.get("dictionaries"),
         )
 
 
