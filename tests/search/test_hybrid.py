@@ -452,3 +452,12 @@ def test_a_dictionary_serves_only_its_own_language(tools: list[Tool], bilingual_
     index = _with_dictionary(tools, bilingual_embedder, {"klaidą": "tracker"})
     assert index.translations("klaidą", "lt") == ["tracker"]
     assert index.translations("klaidą", "de") == ["issue"]
+
+
+def test_words_past_the_model_s_limit_are_still_looked_up_in_the_dictionary(
+    tools: list[Tool], bilingual_embedder: Embedder
+) -> None:
+    fillers = [f"zodis{letter}" for letter in "abcdefghijklmn"]  # words no tool and no dictionary has
+    index = _with_dictionary(tools, bilingual_embedder, {"sekiklyje": "tracker"})
+    assert len(fillers) > hybrid.TRANSLATED_WORDS
+    assert index.translations(" ".join([*fillers, "sekiklyje"]), "lt") == ["tracker"]
