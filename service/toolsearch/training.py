@@ -38,7 +38,7 @@ from toolsearch.embedding.manifest import sha256_file
 from toolsearch.embedding.profile import Profile
 from toolsearch.evaluation import DEPTH, Outcome, Query, load_queries
 from toolsearch.naming import split_qualified_name
-from toolsearch.search.dictionaries import Dictionaries
+from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
 from toolsearch.search.ranking import (
     Ranker,
@@ -199,7 +199,7 @@ def train_ranker(
         _fit_adapters(index, chosen),
         tuple(fingerprints),
         {**training, "requests": len(chosen), "settings": settings},
-        index.dictionaries.digest if index.dictionaries is not None else None,
+        digest_of(index.dictionaries),
     )
 
 

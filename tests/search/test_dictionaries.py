@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from toolsearch.embedding.manifest import ModelError
-from toolsearch.search.dictionaries import MANIFEST_FILE, Dictionaries, Dictionary, Table, stem
+from toolsearch.search.dictionaries import MANIFEST_FILE, Dictionaries, Dictionary, Table
+from toolsearch.search.text import stem
 
 
 def _lithuanian() -> Dictionaries:

@@ -10,7 +10,7 @@ import pytest
 
 from toolsearch.embedding.manifest import ModelError
 from toolsearch.search import freedict
-from toolsearch.search.dictionaries import Dictionary, stem
+from toolsearch.search.dictionaries import Dictionary
 from toolsearch.search.freedict import (
     DEBIAN_PACKAGES,
     build_dictionaries,
@@ -20,6 +20,7 @@ from toolsearch.search.freedict import (
     missing_files,
     translations,
 )
+from toolsearch.search.text import stem
 
 _BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 

@@ -198,7 +198,7 @@ def test_a_ranker_records_the_dictionaries_it_was_trained_with(
     loaded = Ranker.load(tmp_path)
     fingerprints = [model.fingerprint for model in models]
     assert loaded.dictionaries == _dictionaries().digest
-    assert loaded.fits(fingerprints, _dictionaries().digest)
+    assert loaded.fits(fingerprints, _dictionaries())
     assert not loaded.fits(fingerprints)
 
 

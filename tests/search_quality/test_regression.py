@@ -205,7 +205,7 @@ def learned_report(
 def test_the_shipped_ranker_was_trained_for_the_models_and_dictionaries_the_packages_make(
     models: list[Embedder], shipped_ranker: Ranker, dictionaries: Dictionaries
 ) -> None:
-    assert shipped_ranker.fits([model.fingerprint for model in models], dictionaries.digest)
+    assert shipped_ranker.fits([model.fingerprint for model in models], dictionaries)
 
 
 def test_learned_recall_at_5_holds(learned_report: dict) -> None:

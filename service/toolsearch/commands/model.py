@@ -132,8 +132,7 @@ def _install(args: argparse.Namespace) -> int:
                 if COPYRIGHT_FILE.is_file():
                     shutil.copyfile(COPYRIGHT_FILE, staging / "dictionaries" / "COPYRIGHT-freedict")
             shipped = Ranker.load(shipped_ranker_path())
-            digest = dictionaries.digest if dictionaries is not None else None
-            if shipped.fits([model.fingerprint for model in models], digest):
+            if shipped.fits([model.fingerprint for model in models], dictionaries):
                 shutil.copytree(shipped_ranker_path(), staging / "ranker")
             else:
                 print("the shipped ranker was trained for other models or dictionaries: training one")

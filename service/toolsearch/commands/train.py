@@ -36,9 +36,8 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 def _train(args: argparse.Namespace) -> int:
     from toolsearch.embedding import load_model
-    from toolsearch.embedding.profile import profile_paths
+    from toolsearch.embedding.profile import load_dictionaries, profile_paths
     from toolsearch.evaluation import format_report, summarize
-    from toolsearch.search.dictionaries import Dictionaries
     from toolsearch.training import cross_validate, train_profile_ranker, training_queries_path
 
     try:
@@ -47,7 +46,7 @@ def _train(args: argparse.Namespace) -> int:
         if out is None:
             raise ModelError("--out is needed: the model directories named are not a profile")
         models = [load_model(path, threads=args.threads) for path in paths.models]
-        dictionaries = Dictionaries.load(paths.dictionaries) if paths.dictionaries is not None else None
+        dictionaries = load_dictionaries(paths)
         ranker, index, queries = train_profile_ranker(
             models, args.queries or training_queries_path(), args.catalog, dictionaries=dictionaries
         )

@@ -49,10 +49,6 @@ class Profile:
     def fingerprints(self) -> tuple[str, ...]:
         return tuple(model.fingerprint for model in self.models)
 
-    @property
-    def dictionaries_digest(self) -> str | None:
-        return self.dictionaries.digest if self.dictionaries is not None else None
-
 
 def is_profile(directory: Path) -> bool:
     return (directory / PROFILE_FILE).is_file()
@@ -80,15 +76,20 @@ def profile_paths(directories: Sequence[Path | str]) -> ProfilePaths:
     return ProfilePaths(models, ranker, dictionaries)
 
 
+def load_dictionaries(paths: ProfilePaths) -> Dictionaries | None:
+    """The dictionaries a profile names (checked against their digests), None when it names none."""
+    return Dictionaries.load(paths.dictionaries) if paths.dictionaries is not None else None
+
+
 def load_profile(directories: Sequence[Path | str], threads: int = 1, workers: int = 1) -> Profile:
     """The models (and ranker) that `--model-dir` names, each checked against its digests; `threads`
     and `workers` as `load_model` takes them."""
     paths = profile_paths(directories)
     models = tuple(load_model(path, threads=threads, workers=workers) for path in paths.models)
     ranker = Ranker.load(paths.ranker) if paths.ranker is not None else None
-    dictionaries = Dictionaries.load(paths.dictionaries) if paths.dictionaries is not None else None
+    dictionaries = load_dictionaries(paths)
     profile = Profile(models, ranker, dictionaries)
-    if ranker is not None and not ranker.fits(profile.fingerprints, profile.dictionaries_digest):
+    if ranker is not None and not ranker.fits(profile.fingerprints, dictionaries):
         what = "models" if ranker.models != profile.fingerprints else "dictionaries"
         raise ModelError(
             f"{paths.ranker} was trained for other {what} than the profile's; train it again "

@@ -7,8 +7,8 @@ for `table`, as `len`), so a word the dictionary has is translated by it and onl
 left to the model's nearest catalog word.
 
 A language's dictionary is two sorted tables: inflected forms (as the dictionary lists them,
-casefolded) and Snowball stems (each the stem of one or more forms; it gives the English of the
-shortest). A word is looked up as written, then as its infinitive where the language marks
+casefolded) and Snowball stems (`text.stem`; each the stem of one or more forms, giving the
+English of the shortest). A word is looked up as written, then as its infinitive where the language marks
 imperatives plainly (Lithuanian `parodyk` -> `parodyti`), then by its stem. Each table is one
 UTF-8 blob of keys and one of values with their offsets (numpy), searched by bisection: a few
 hundred thousand German forms cost their bytes, not a Python object each.
@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import threading
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,14 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import Stemmer
 
 from toolsearch.embedding.manifest import ModelError
+from toolsearch.search import text
 
 MANIFEST_FILE = "dictionaries.json"
 FORMAT_VERSION = 1
-STEMMERS = {"lt": "lithuanian", "de": "german", "es": "spanish", "fr": "french"}
-"""The Snowball stemmer of each language whose words are also looked up by stem."""
 IMPERATIVES = {"lt": (("kite", "ti"), ("k", "ti"))}
 """Endings of a language's imperatives and of its infinitives, which dictionaries list."""
 _MIN_IMPERATIVE_STEM = 3
@@ -111,23 +108,9 @@ def normalised(word: str) -> str:
     return unicodedata.normalize("NFKC", word).casefold()
 
 
-# PyStemmer's stemmers keep per-call state: one set per thread.
-_stemmers = threading.local()
-
-
-def stem(language: str, word: str) -> str | None:
-    """`word`'s Snowball stem in `language`, if the language is looked up by stem."""
-    name = STEMMERS.get(language)
-    if name is None:
-        return None
-    by_language: dict[str, Stemmer.Stemmer] | None = getattr(_stemmers, "by_language", None)
-    if by_language is None:
-        by_language = _stemmers.by_language = {}
-    stemmer = by_language.get(language)
-    if stemmer is None:
-        stemmer = by_language[language] = Stemmer.Stemmer(name)
-    stemmed: str = stemmer.stemWord(word)
-    return stemmed
+def digest_of(dictionaries: Dictionaries | None) -> str | None:
+    """What a ranker records of the dictionaries it was trained with: their digest, None for none."""
+    return dictionaries.digest if dictionaries is not None else None
 
 
 def _infinitives(language: str, word: str) -> Iterable[str]:
@@ -160,7 +143,7 @@ class Dictionaries:
             found = dictionary.forms.get(form)
             if found is not None:
                 return tuple(found.split())
-        stemmed = stem(language, word)
+        stemmed = text.stem(language, word)
         found = dictionary.stems.get(stemmed) if stemmed else None
         return tuple(found.split()) if found is not None else ()
 

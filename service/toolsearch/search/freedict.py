@@ -25,7 +25,8 @@ from pathlib import Path
 
 from toolsearch.embedding.manifest import ModelError
 from toolsearch.search import stopwords
-from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table, normalised, stem
+from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table, normalised
+from toolsearch.search.text import stem
 
 SOURCES: Mapping[str, tuple[str, ...]] = {
     "de": ("deu-eng",),

@@ -24,9 +24,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    by the profile's bilingual dictionary of its language (`search.dictionaries`), for the catalog
    words it gives; a word no dictionary knows is embedded alone and read as the catalog word
    nearest to it, when that one is at the model's calibrated `translation_cosine` or closer. The
-   lexical part of the fusion then counts those words too, at `TRANSLATION_WEIGHT`. Abstention is
-   decided before: a translation may be wrong, and is not evidence that the catalog serves the
-   request.
+   lexical part of the fusion then counts those words too, at `DICTIONARY_WEIGHT` and
+   `TRANSLATION_WEIGHT`. Abstention is decided before: a translation may be wrong, and is not
+   evidence that the catalog serves the request.
 7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
    re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
    (`LexicalIndex.name_matches`) ranks above all others either way.
@@ -246,8 +246,7 @@ class HybridIndex:
             companion.query_vectors.embedder.fingerprint for companion in self.companions
         ]
         self.dictionaries = dictionaries
-        digest = dictionaries.digest if dictionaries is not None else None
-        self.ranker = ranker if ranker is not None and ranker.fits(fingerprints, digest) else None
+        self.ranker = ranker if ranker is not None and ranker.fits(fingerprints, dictionaries) else None
         parts = [split_qualified_name(name) for name in lexical.tool_names]
         self.groups = ServerGroups([server for server, _ in parts])
         self.one_word_names = one_word_names([bare for _, bare in parts])
@@ -372,8 +371,9 @@ class HybridIndex:
 
     def translations(self, query: str, language: str) -> list[str]:
         """The catalog's words for the words of `query` that no tool has (`LexicalIndex.unknown_words`,
-        then `text.cjk_words`; the first `TRANSLATED_WORDS`): what the dictionary of `language`
-        gives for each, else its nearest catalog word by the model, if near enough."""
+        then `text.cjk_words`): what the dictionary of `language` gives for each of the first
+        `LOOKED_UP_WORDS`, and for the first `TRANSLATED_WORDS` of those it lacks, the nearest
+        catalog word by the model, if near enough."""
         read, guessed = self._translated(query, language)
         return read + guessed
 
@@ -390,12 +390,10 @@ class HybridIndex:
                 read.extend(known)
             else:
                 unread.append(word)
-        guessed = []
-        unread = unread[:TRANSLATED_WORDS]
-        if unread and self._translation_cosine is not None:
-            vectors = self._query_vectors.many(unread)
-            guessed = self.semantic.closest_words(vectors, self._translation_cosine)
-        return read, guessed
+        if not unread or self._translation_cosine is None:
+            return read, []
+        vectors = self._query_vectors.many(unread[:TRANSLATED_WORDS])
+        return read, self.semantic.closest_words(vectors, self._translation_cosine)
 
     def _weak(self, scores: np.ndarray, cosines: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
         """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it."""

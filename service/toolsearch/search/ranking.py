@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from toolsearch.embedding.manifest import ModelError, sha256_file
+from toolsearch.search.dictionaries import Dictionaries, digest_of
 
 RANKER_FILE = "ranker.json"
 FORMAT_VERSION = 1
@@ -213,10 +214,10 @@ class Ranker:
     def features(self) -> tuple[str, ...]:
         return feature_names(len(self.models) - 1)
 
-    def fits(self, fingerprints: Sequence[str], dictionaries: str | None = None) -> bool:
+    def fits(self, fingerprints: Sequence[str], dictionaries: Dictionaries | None = None) -> bool:
         """Whether it was trained for exactly these models, in this order, and these dictionaries
-        (their digest; None: none)."""
-        return tuple(fingerprints) == self.models and dictionaries == self.dictionaries
+        (None: none)."""
+        return tuple(fingerprints) == self.models and digest_of(dictionaries) == self.dictionaries
 
     def scores(self, signals: Signals, groups: ServerGroups, one_word_names: np.ndarray) -> np.ndarray:
         """Every tool's learned score: candidates by their features, the rest below them all, and

@@ -155,6 +155,16 @@ def _stem(language: _Language, words: list[str]) -> list[str]:
     return stems
 
 
+_BY_CODE = {language.code: language for language in (_ENGLISH, *_OTHER_LANGUAGES)}
+
+
+def stem(code: str, word: str) -> str | None:
+    """`word`'s Snowball stem in the language of ISO 639-1 `code`; None for a language the analyzer
+    does not stem (Chinese, Japanese, ...). `word` keeps its diacritics: Snowball needs them."""
+    language = _BY_CODE.get(code)
+    return _stem(language, [word])[0] if language is not None else None
+
+
 def _guess_language(words: list[str], folded: list[str]) -> _Language:
     """The language whose stopwords and letters the words show most, English unless clearly not."""
     # Each language counts its stopwords among the words that are some language's stopword.
