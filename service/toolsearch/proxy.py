@@ -161,6 +161,7 @@ def _index_builder(
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.embedder import usable_cores
     from toolsearch.embedding.profile import load_profile
+    from toolsearch.search.dictionaries import languages_of
     from toolsearch.search.hybrid import index_builder
     from toolsearch.search.progressive import EmbeddingWorker
 
@@ -176,7 +177,7 @@ def _index_builder(
         embedder.dimensions,
         "".join(f", companion {companion.name}" for companion in companions),
         "learned" if profile.ranker is not None else "fusion",
-        ", ".join(sorted(profile.dictionaries.languages)) if profile.dictionaries is not None else "none",
+        languages_of(profile.dictionaries),
     )
     cache = _vector_cache(settings, store)
     # The gauge reads the queue when metrics are collected, after `embedding` exists.

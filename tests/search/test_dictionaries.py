@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from toolsearch.embedding.manifest import ModelError
-from toolsearch.search.dictionaries import MANIFEST_FILE, Dictionaries, Dictionary, Table
+from toolsearch.search.dictionaries import MANIFEST_FILE, Dictionaries, Dictionary, Table, languages_of
 from toolsearch.search.text import stem
 
 
@@ -106,3 +106,10 @@ def test_tables_are_stored_without_pickles(tmp_path: Path) -> None:
     _lithuanian().save(tmp_path)
     with np.load(tmp_path / "lt.npz", allow_pickle=False) as arrays:
         assert {array.dtype.kind for array in arrays.values()} <= {"u", "i"}
+
+
+def test_the_languages_translated_are_named_in_order_and_none_without_dictionaries() -> None:
+    empty = Table.of({})
+    both = Dictionaries({"lt": Dictionary(empty, empty), "de": Dictionary(empty, empty)})
+    assert languages_of(both) == "de, lt"
+    assert languages_of(None) == "none"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
 from toolsearch.embedding.manifest import ModelError, ModelManifest, staged_directory
+from toolsearch.search.dictionaries import languages_of
 from toolsearch.search.freedict import COPYRIGHT_FILE, DEBIAN_PACKAGES, DEFAULT_DIRECTORY, build_dictionaries
 
 
@@ -139,10 +140,9 @@ def _install(args: argparse.Namespace) -> int:
                 trained = train_profile_ranker(models, training_queries_path(), dictionaries=dictionaries)
                 trained[0].save(staging / "ranker")
             write_profile(staging, ["e5", "use"], "ranker", None if dictionaries is None else "dictionaries")
-        languages = ", ".join(sorted(dictionaries.languages)) if dictionaries is not None else "none"
         return (
-            f"the search profile (e5, use, dictionaries: {languages}, learned ranking) is ready in "
-            f"{args.dir}; serve it with --model-dir"
+            f"the search profile (e5, use, dictionaries: {languages_of(dictionaries)}, learned ranking) "
+            f"is ready in {args.dir}; serve it with --model-dir"
         )
 
     return _report(run)

@@ -113,6 +113,11 @@ def digest_of(dictionaries: Dictionaries | None) -> str | None:
     return dictionaries.digest if dictionaries is not None else None
 
 
+def languages_of(dictionaries: Dictionaries | None) -> str:
+    """The languages the dictionaries translate, as logs and messages name them (`none` for none)."""
+    return ", ".join(sorted(dictionaries.languages)) if dictionaries is not None else "none"
+
+
 def _infinitives(language: str, word: str) -> Iterable[str]:
     for ending, infinitive in IMPERATIVES.get(language, ()):
         if word.endswith(ending) and len(word) - len(ending) >= _MIN_IMPERATIVE_STEM:
