@@ -5,7 +5,9 @@
 
 Each --model-dir is one profile, as `serve --model-dir` takes it: a model, then its companions, or
 a profile directory (then its learned ranking is measured too, as `learned`); `@embedding-workers=N`
-after it embeds catalogs with N parallel model runs (default: the usable cores, as serve).
+after it embeds catalogs with N parallel model runs (default: the usable cores, as serve). The
+profile's ranking is measured once more with each request's model runs one after another instead
+of at once (`model runs in turn`).
 For each profile (and once for bm25 alone) and each size, the first `size` tools of the recorded
 catalog are indexed twice: cold (every tool and catalog word embedded, as for a catalog no caller
 had before) and warm (the vectors cached, as for a new catalog of known tools: only the arrays
@@ -30,13 +32,16 @@ from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import Profile, load_profile
-from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
+from toolsearch.search.hybrid import QUERY_RUNS, Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool
 
 SIZES = (500, 1500, 5000)
+SEQUENTIAL = "model runs in turn"
+"""The profile's ranking (learned where it has a ranker) with a request's model runs one after
+another, as before they ran at once (`embed_at_once`)."""
 
 
 def _timed(action: Callable[[], Any]) -> tuple[Any, float]:
@@ -76,7 +81,8 @@ def _model_row(tools: Sequence[Tool], queries: Sequence[str], profile: Profile) 
     (lexical, semantic, companion_indexes), warm_ms = _timed(build)
     del cold_indexes
     search_ms: dict[str, Any] = {}
-    for mode in ("dense", "hybrid", "learned") if ranker is not None else ("dense", "hybrid"):
+    modes = ("dense", "hybrid", *(("learned",) if ranker is not None else ()), SEQUENTIAL)
+    for mode in modes:
         vectors = QueryVectors(embedder)
         joined = [
             Companion(index, QueryVectors(companion))
@@ -88,8 +94,9 @@ def _model_row(tools: Sequence[Tool], queries: Sequence[str], profile: Profile) 
             vectors,
             mode="dense" if mode == "dense" else "hybrid",
             companions=joined if mode != "dense" else (),
-            ranker=ranker if mode == "learned" else None,
-            dictionaries=profile.dictionaries if mode == "learned" else None,
+            ranker=ranker if mode != "hybrid" else None,
+            dictionaries=profile.dictionaries if mode != "hybrid" else None,
+            query_runs=None if mode == SEQUENTIAL else QUERY_RUNS,
         )
         first_seen = _latencies(index.search, queries)
         search_ms[mode] = latency(first_seen)

@@ -12,21 +12,25 @@ import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from tests.embedding.tiny_models import token_states_graph, token_table, write_model
-from toolsearch.embedding import Embedder, load_model
+from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.search import SearchIndex, hybrid
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
+    QUERY_RUNS,
     AbstentionThreshold,
     Calibration,
+    Companion,
     HybridIndex,
     QueryVectors,
     build_index,
+    embed_at_once,
     index_builder,
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage
+from toolsearch.search.sentences import sentences
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 
@@ -337,6 +341,83 @@ def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical
     assert isinstance(index.current, LexicalIndex)
     assert not embedding.running
     assert caplog.records == []
+
+
+def _runs(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    """Each model run `embedder.embed_queries` makes from now on: its thread's name, its texts."""
+    runs: list[tuple[str, list[str]]] = []
+    original = embedder.embed_queries
+
+    def recording(texts: list[str]) -> np.ndarray:
+        runs.append((threading.current_thread().name, list(texts)))
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed_queries", recording)
+    return runs
+
+
+def test_a_companions_run_goes_to_the_query_runs_while_the_first_model_runs_here(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, companion = _runs(embedder, monkeypatch), _runs(english_companion, monkeypatch)
+    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
+    index.search("delete an issue in the tracker", 4)
+    assert first == [(threading.current_thread().name, ["delete an issue in the tracker"])]
+    assert [(thread.startswith("toolsearch-query"), texts) for thread, texts in companion] == [
+        (True, ["delete an issue in the tracker"])
+    ]
+
+
+def test_without_query_runs_every_model_runs_in_turn_on_the_searching_thread(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, companion = _runs(embedder, monkeypatch), _runs(english_companion, monkeypatch)
+    lexical, semantic, vectors = LexicalIndex.build(tools), *_semantic(tools, embedder)
+    joined = Companion(
+        SemanticIndex.build(tools, english_companion, MemoryVectorCache(), words=False),
+        QueryVectors(english_companion),
+    )
+    index = HybridIndex(lexical, semantic, vectors, companions=[joined], query_runs=None)
+    index.search("delete an issue in the tracker", 4)
+    assert {thread for thread, _ in first + companion} == {threading.current_thread().name}
+
+
+def test_a_long_request_costs_each_model_one_run_whole_and_one_for_its_sentences(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, companion = _runs(embedder, monkeypatch), _runs(english_companion, monkeypatch)
+    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
+    background = "We moved the weather forecast for every city of the folder to the new tracker last week."
+    request = f"{background} Please delete the issue in the tracker that the move left behind for us."
+    parts = sentences(request)
+    index.search(request, 4)
+    assert len(parts) == 2
+    assert sorted(texts for _, texts in first) == sorted([[request], parts])
+    assert sorted(texts for _, texts in companion) == sorted([[request], parts])
+
+
+def test_a_request_seen_before_runs_no_model(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
+    index.search("delete an issue in the tracker", 4)
+    first, companion = _runs(embedder, monkeypatch), _runs(english_companion, monkeypatch)
+    index.search("delete an issue in the tracker", 4)
+    assert first == companion == []
+
+
+def test_a_failed_model_run_fails_the_whole_after_the_others_have_ended(
+    embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    working, failing = QueryVectors(embedder), QueryVectors(english_companion)
+
+    def closed(texts: list[str]) -> np.ndarray:
+        raise EmbedderClosed("the embedding model tiny-english-companion was closed")
+
+    monkeypatch.setattr(english_companion, "embed_queries", closed)
+    with pytest.raises(EmbedderClosed):
+        embed_at_once([(failing, ["find files"]), (working, ["find files"])], QUERY_RUNS)
+    assert len(working) == 1
 
 
 def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedder: Embedder) -> None:

@@ -45,6 +45,7 @@ import functools
 import re
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Literal
 
@@ -52,6 +53,7 @@ import numpy as np
 from cachetools import LRUCache
 
 from toolsearch.embedding import Embedder
+from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import Profile
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, SearchIndex, text
@@ -166,6 +168,11 @@ class QueryVectors:
         found = self._vectors_of(queries)
         return np.stack([found[query] for query in queries])
 
+    def missing(self, queries: Sequence[str]) -> list[str]:
+        """Those of `queries` whose vectors are not cached, each once."""
+        with self._lock:
+            return [query for query in dict.fromkeys(queries) if query not in self._vectors]
+
     def _vectors_of(self, queries: Sequence[str]) -> dict[str, np.ndarray]:
         with self._lock:
             cached = {query: self._vectors.get(query) for query in queries}
@@ -179,6 +186,32 @@ class QueryVectors:
 
     def __len__(self) -> int:
         return len(self._vectors)
+
+
+QUERY_RUNS = ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query")
+"""Where a request's further model runs go while its first runs on the searching thread."""
+
+
+def embed_at_once(runs: Sequence[tuple[QueryVectors, Sequence[str]]], executor: Executor | None) -> None:
+    """Fill each `QueryVectors` with the vectors of those of its texts it lacks, one model run
+    each: the first on this thread, the others meanwhile on `executor` (one after another without
+    one). onnxruntime lets the GIL go while it runs, so a request's runs (e5's, USE's, its words')
+    take about as long as the longest of them rather than all of them together."""
+    wanted = [(vectors, missing) for vectors, texts in runs if (missing := vectors.missing(texts))]
+    if not wanted:
+        return
+    if executor is None:
+        for vectors, texts in wanted:
+            vectors.many(texts)
+        return
+    (vectors, texts), *others = wanted
+    pending = [executor.submit(each.many, its_texts) for each, its_texts in others]
+    try:
+        vectors.many(texts)
+    finally:
+        wait(pending)  # none is left running when this returns, whatever happened here
+    for each in pending:
+        each.result()
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,11 +265,12 @@ class HybridIndex:
         companions: Sequence[Companion] = (),
         ranker: Ranker | None = None,
         dictionaries: Dictionaries | None = None,
+        query_runs: Executor | None = QUERY_RUNS,
     ) -> None:
         """`dense` ranks by the first model's similarity alone (for measurement). `abstention` and
         `translation_cosine` default to the model's `CALIBRATIONS`. `ranker` re-ranks the fusion
         (`search.ranking`) when it was trained for these models and `dictionaries`; else the
-        fusion ranks."""
+        fusion ranks. A request's model runs go to `query_runs` at once (`embed_at_once`)."""
         self.lexical = lexical
         self.semantic = semantic
         self.companions = tuple(companions)
@@ -246,6 +280,7 @@ class HybridIndex:
             companion.query_vectors.embedder.fingerprint for companion in self.companions
         ]
         self.dictionaries = dictionaries
+        self._query_runs = query_runs
         self.ranker = ranker if ranker is not None and ranker.fits(fingerprints, dictionaries) else None
         parts = [split_qualified_name(name) for name in lexical.tool_names]
         self.groups = ServerGroups([server for server, _ in parts])
@@ -297,12 +332,12 @@ class HybridIndex:
 
     def ranking(self, query: str) -> Ranking:
         """`query` ranked whole, and for a long request by its sentences too (`search.sentences`)."""
+        parts = sentences(query[:_MAX_QUERY_CHARS])
+        self._embed_ahead(query, parts)
         evidence = self.evidence(query)
         whole = self.scores(evidence.signals)
-        parts = sentences(query[:_MAX_QUERY_CHARS])
         if not parts:
             return Ranking(evidence, whole, whole, evidence.weak)
-        self._query_vectors.many([intent(part) for part in parts])  # one model call, not one each
         by_sentence = [self.evidence(part) for part in parts]
         scores = combined(whole, [self.scores(each.signals) for each in by_sentence])
         weak = evidence.weak and all(each.weak for each in by_sentence)
@@ -318,11 +353,10 @@ class HybridIndex:
     def evidence(self, query: str) -> Evidence:
         """What the index knows of `query`: every signal over the catalog, and whether to abstain."""
         query = query[:_MAX_QUERY_CHARS]
-        request = intent(query)
+        request, language = _request(query)
         query_vector = self._query_vectors(request)
         cosines = self.semantic.similarities(query_vector)
         dense = self.semantic.blended_similarities(query_vector, cosines)
-        language = text.language_of(request)
         own, server_share = self.lexical.bm25_parts(request)
         lexical = own + server_share
         expansion = self.semantic.nearest_words(query_vector, EXPANSION_WORDS)
@@ -379,6 +413,16 @@ class HybridIndex:
 
     def _translated(self, query: str, language: str) -> tuple[list[str], list[str]]:
         """`translations`, as the words the dictionary gave and those the model guessed."""
+        read, unread = self._looked_up(query, language)
+        if not unread or self._translation_cosine is None:
+            return read, []
+        vectors = self._query_vectors.many(unread)
+        return read, self.semantic.closest_words(vectors, self._translation_cosine)
+
+    def _looked_up(self, query: str, language: str) -> tuple[list[str], list[str]]:
+        """The catalog words the dictionary of `language` gives for the words of `query` that no
+        tool has, and the first `TRANSLATED_WORDS` of those words it lacks, for the model to guess
+        (none where the model has no `translation_cosine`)."""
         cjk = text.cjk_words(query, self._query_vectors.embedder.pieces)
         words = [*self.lexical.unknown_words(query), *filter(self.lexical.is_unknown, cjk)][:LOOKED_UP_WORDS]
         read: list[str] = []
@@ -390,10 +434,28 @@ class HybridIndex:
                 read.extend(known)
             else:
                 unread.append(word)
-        if not unread or self._translation_cosine is None:
+        if self._translation_cosine is None:
             return read, []
-        vectors = self._query_vectors.many(unread[:TRANSLATED_WORDS])
-        return read, self.semantic.closest_words(vectors, self._translation_cosine)
+        return read, unread[:TRANSLATED_WORDS]
+
+    def _embed_ahead(self, query: str, parts: Sequence[str]) -> None:
+        """Fill the query caches with every vector that ranking `query` and its sentences `parts`
+        will read, the models' runs at once (`embed_at_once`): each model's of the whole request,
+        of its sentences together, and of the words to translate, which all depend on the text
+        alone."""
+        whole = [_request(query[:_MAX_QUERY_CHARS])]
+        by_sentence = [_request(part) for part in parts]
+        runs: list[tuple[QueryVectors, list[str]]] = []
+        for requests in (whole, by_sentence):
+            runs.append((self._query_vectors, [request for request, _ in requests]))
+            for each in self.companions:
+                known = [request for request, language in requests if each.knows(language)]
+                runs.append((each.query_vectors, known))
+            guessed = [
+                self._looked_up(request, language)[1] for request, language in requests if language != "en"
+            ]
+            runs.append((self._query_vectors, [word for words in guessed for word in words]))
+        embed_at_once(runs, self._query_runs)
 
     def _weak(self, scores: np.ndarray, cosines: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
         """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it."""
@@ -401,6 +463,12 @@ class HybridIndex:
             return False
         best = int(np.argmax(scores))
         return bool(cosines[best] < self._abstention.cosine and lexical.max() < self._abstention.lexical)
+
+
+def _request(query: str) -> tuple[str, str]:
+    """What `query` asks (`intent`) and the language it is asked in."""
+    request = intent(query)
+    return request, text.language_of(request)
 
 
 def fused_scores(signals: Signals) -> np.ndarray:
