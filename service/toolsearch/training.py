@@ -153,7 +153,7 @@ def _fit_adapters(index: HybridIndex, chosen: Sequence[_Example]) -> tuple[np.nd
     """The first model's adapter, fitted on `chosen` (several BLAS threads: it is matrix products)."""
     vectors = np.stack([e.signals.vector for e in chosen])
     with threadpool_limits(limits=_TRAINING_THREADS, user_api="blas"):
-        adapter = fit_adapter(vectors, index.semantic.blended_vectors(), [e.gold for e in chosen])
+        adapter = fit_adapter(vectors, index.semantic.blended, [e.gold for e in chosen])
     return (adapter,)
 
 

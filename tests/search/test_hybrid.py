@@ -156,7 +156,7 @@ def test_tool_vectors_are_embedded_once_and_shared_by_catalogs(
     assert {passage(tools[3]), description_passage(tools[3])} <= set(embedded)
     assert not {text(tool) for tool in tools[1:3] for text in (passage, description_passage)} & set(embedded)
     np.testing.assert_array_equal(second.vectors[:2], first.vectors[1:3])
-    np.testing.assert_array_equal(second.description_vectors[:2], first.description_vectors[1:3])
+    np.testing.assert_array_equal(second.blended[:2], first.blended[1:3])
 
 
 def test_the_vector_cache_drops_the_least_recently_used() -> None:

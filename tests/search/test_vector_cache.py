@@ -116,7 +116,7 @@ def test_a_changed_model_embeds_its_own_vectors_beside_the_first_ones(
     assert not np.allclose(after.vectors, before.vectors)
     own = SemanticIndex.build(tools, second, MemoryVectorCache(), words=False)
     np.testing.assert_array_equal(after.vectors, own.vectors)
-    np.testing.assert_array_equal(after.description_vectors, own.description_vectors)
+    np.testing.assert_array_equal(after.blended, own.blended)
 
 
 def _write_entries(directory: str, seed: int, rounds: int) -> None:

@@ -7,7 +7,7 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    rankers see the query without them (`intent`). Tool names are still looked for in the whole
    query.
 2. Dense: the cosines of the query's embedding to each tool's two passages, blended
-   (`SemanticIndex.blended_similarities`).
+   (`SemanticIndex.similarities`).
 3. Lexical: BM25F of the query's words, plus, at `EXPANSION_WEIGHT`, of the `EXPANSION_WORDS`
    catalog words nearest to the query's embedding: the catalog's own words for what was asked,
    whatever the language, so that lexical search matches requests written in other words.
@@ -247,7 +247,7 @@ class Companion:
 
     def similarities(self, vector: np.ndarray) -> np.ndarray:
         """Every tool's similarity (both passages blended) to a query vector of this model."""
-        return self.semantic.blended_similarities(vector, self.semantic.similarities(vector))
+        return self.semantic.similarities(vector)
 
 
 class HybridIndex:
@@ -299,9 +299,9 @@ class HybridIndex:
             return []
         if self.mode == "dense":
             query_vector = self._query_vectors(intent(query[:_MAX_QUERY_CHARS]))
-            cosines = self.semantic.similarities(query_vector)
-            dense = self.semantic.blended_similarities(query_vector, cosines)
-            return _best(dense, limit, weak=self._weak(dense, cosines, np.zeros_like(cosines), named=False))
+            dense = self.semantic.similarities(query_vector)
+            weak = self._weak(dense, query_vector, np.zeros_like(dense), named=False)
+            return _best(dense, limit, weak=weak)
         ranking = self.ranking(query)
         return _best(ranking.scores, limit, weak=ranking.weak)
 
@@ -355,8 +355,12 @@ class HybridIndex:
         query = query[:_MAX_QUERY_CHARS]
         request, language = _request(query)
         query_vector = self._query_vectors(request)
-        cosines = self.semantic.similarities(query_vector)
-        dense = self.semantic.blended_similarities(query_vector, cosines)
+        adapted_dense = None
+        if self.ranker is None:
+            dense = self.semantic.similarities(query_vector)
+        else:  # the adapted query's similarities in the same pass over the tools
+            moved = adapt(query_vector, self.ranker.adapters[0])
+            dense, adapted_dense = self.semantic.similarities(np.stack([query_vector, moved]))
         own, server_share = self.lexical.bm25_parts(request)
         lexical = own + server_share
         expansion = self.semantic.nearest_words(query_vector, EXPANSION_WORDS)
@@ -374,7 +378,7 @@ class HybridIndex:
         fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
-        weak = self._weak(fusion, cosines, lexical, named=bool(len(named)))
+        weak = self._weak(fusion, query_vector, lexical, named=bool(len(named)))
         # The catalog is English: a word of an English query that no tool has is a name or data
         # (`Lisbon`), not a word to translate.
         read, guessed = self._translated(request, language) if language != "en" else ([], [])
@@ -392,16 +396,14 @@ class HybridIndex:
             named=named,
             english=language == "en",
             vector=query_vector,
+            adapted_dense=adapted_dense,
         )
-        if self.ranker is not None:
-            signals = self.adapted(signals, self.ranker.adapters)
         return Evidence(signals, weak)
 
     def adapted(self, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
         """`signals` with the first model's similarities to the request's vector moved by its adapter."""
         moved = adapt(signals.vector, adapters[0])
-        adapted_dense = self.semantic.blended_similarities(moved, self.semantic.similarities(moved))
-        return dataclasses.replace(signals, adapted_dense=adapted_dense)
+        return dataclasses.replace(signals, adapted_dense=self.semantic.similarities(moved))
 
     def translations(self, query: str, language: str) -> list[str]:
         """The catalog's words for the words of `query` that no tool has (`LexicalIndex.unknown_words`,
@@ -457,12 +459,13 @@ class HybridIndex:
             runs.append((self._query_vectors, [word for words in guessed for word in words]))
         embed_at_once(runs, self._query_runs)
 
-    def _weak(self, scores: np.ndarray, cosines: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
-        """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it."""
+    def _weak(self, scores: np.ndarray, vector: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
+        """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it
+        (its passage's cosine to the query and the best lexical score)."""
         if self._abstention is None or named:
             return False
-        best = int(np.argmax(scores))
-        return bool(cosines[best] < self._abstention.cosine and lexical.max() < self._abstention.lexical)
+        cosine = self.semantic.passage_cosine(int(np.argmax(scores)), vector)
+        return cosine < self._abstention.cosine and float(lexical.max()) < self._abstention.lexical
 
 
 def _request(query: str) -> tuple[str, str]:

@@ -142,10 +142,14 @@ class SemanticIndex:
         words: Sequence[str],
         word_vectors: np.ndarray,
     ) -> None:
+        """`vectors` and `description_vectors`: one L2-normalised float32 row per tool, in catalog
+        order, of its `passage` and its `description_passage`."""
         self.vectors = vectors
-        """One L2-normalised float32 row per tool, in catalog order: its `passage`."""
-        self.description_vectors = description_vectors
-        """The same for each tool's `description_passage`."""
+        """Each tool's `passage`."""
+        self.blended = (1.0 - DESCRIPTION_SHARE) * vectors + DESCRIPTION_SHARE * description_vectors
+        """One row per tool whose product with a query vector is its similarity by both passages:
+        a search reads one matrix per model, not two (reading them is most of its cost, once the
+        query is embedded)."""
         self.words = tuple(words)
         self.word_vectors = word_vectors
         """One row per word of `words`."""
@@ -172,22 +176,15 @@ class SemanticIndex:
     def __len__(self) -> int:
         return len(self.vectors)
 
-    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
-        """Cosine similarity of every tool's passage to the (normalised) query vector."""
-        similarities: np.ndarray = self.vectors @ query_vector
+    def similarities(self, query_vectors: np.ndarray) -> np.ndarray:
+        """Every tool's similarity by both its passages to a (normalised) query vector, or to each
+        row of several, one row each, in one pass over the tools."""
+        similarities: np.ndarray = query_vectors @ self.blended.T
         return similarities
 
-    def blended_similarities(self, query_vector: np.ndarray, cosines: np.ndarray) -> np.ndarray:
-        """Every tool's similarity to the query vector by both its passages (`cosines` are those of
-        `similarities`)."""
-        blended: np.ndarray = (1.0 - DESCRIPTION_SHARE) * cosines + DESCRIPTION_SHARE * (
-            self.description_vectors @ query_vector
-        )
-        return blended
-
-    def blended_vectors(self) -> np.ndarray:
-        """One row per tool whose product with a query vector is `blended_similarities`."""
-        return (1.0 - DESCRIPTION_SHARE) * self.vectors + DESCRIPTION_SHARE * self.description_vectors
+    def passage_cosine(self, position: int, query_vector: np.ndarray) -> float:
+        """The cosine of the tool at `position`'s `passage` to the query vector."""
+        return float(self.vectors[position] @ query_vector)
 
     def closest_words(self, vectors: np.ndarray, min_cosine: float) -> list[str]:
         """For each row of `vectors`, the catalog word most similar to it, if at `min_cosine` or above."""
