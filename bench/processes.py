@@ -91,7 +91,7 @@ def upstream_server(tools: int | None) -> Server:
     command = [sys.executable, "-m", "bench.upstream_server", "--port", str(port)]
     if tools is not None:
         command += ["--tools", str(tools)]
-    return Server("upstream", command, port, READY_PATH, env=_python_path(SERVICE_DIR))
+    return Server("upstream", command, port, READY_PATH, env=python_path(SERVICE_DIR))
 
 
 WAIT_FOR_HYBRID = "--embedding-wait=3600"
@@ -127,7 +127,7 @@ def toolsearch_server(
         command += [f"--model-dir={directories}", *flags]
         if wait_for_hybrid:
             command.append(WAIT_FOR_HYBRID)
-    return Server(name, command, port, env=_python_path(service_dir))
+    return Server(name, command, port, env=python_path(service_dir))
 
 
 def with_vector_cache(server: Server, directory: Path) -> Server:
@@ -135,7 +135,8 @@ def with_vector_cache(server: Server, directory: Path) -> Server:
     return dataclasses.replace(server, command=[*server.command, f"--vector-cache-dir={directory}"])
 
 
-def _python_path(service_dir: Path) -> dict[str, str]:
+def python_path(service_dir: Path) -> dict[str, str]:
+    """The environment variables that run `service_dir`'s toolsearch (and this checkout's bench)."""
     # The service sources first, so that a patched copy (--service-dir) shadows the installed package.
     return {"PYTHONPATH": os.pathsep.join([str(service_dir), str(REPO_DIR)])}
 
