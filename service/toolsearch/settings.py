@@ -160,8 +160,8 @@ class Settings(BaseSettings):
         1,
         ge=1,
         le=64,
-        description="onnxruntime intra-op threads per model run (1 lets concurrent searches use separate "
-        "cores; a query's few tokens gain nothing from more).",
+        description="onnxruntime intra-op threads per model run (1 lets a request's runs, which go at "
+        "once, and concurrent searches use separate cores; a query's few tokens gain nothing from more).",
     )
     embedding_workers: int = Field(
         0,

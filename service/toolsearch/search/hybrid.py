@@ -34,6 +34,10 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    sentence by sentence, each tool adding its best sentence's score to the whole request's
    (`search.sentences`).
 
+Every model run these steps need (each model's of the request, e5's of the words to translate,
+and the same for a long request's sentences) depends on the text alone, so they start together
+before ranking (`embed_at_once`): a request costs about its longest run, not their sum.
+
 The weights were tuned on the dev set, the ranker trained on the training set; what each step
 gained is in docs/search-quality.md.
 """
