@@ -474,6 +474,15 @@ def test_a_query_word_no_tool_has_is_read_as_the_catalog_word_nearest_to_it(
     assert index.translations("klaidą sekiklyje", "lt") == ["issue", "tracker"]
 
 
+def test_a_one_word_request_that_is_its_own_word_to_guess_is_embedded_once(
+    tools: list[Tool], bilingual_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = _translating(tools, bilingual_embedder, 0.99)
+    runs = _runs(bilingual_embedder, monkeypatch)
+    index.search("klaidą", 4)
+    assert [texts for _, texts in runs] == [["klaidą"]]
+
+
 def test_a_word_near_no_catalog_word_is_not_translated(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:

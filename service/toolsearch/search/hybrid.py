@@ -453,14 +453,17 @@ class HybridIndex:
         by_sentence = [_request(part) for part in parts]
         runs: list[tuple[QueryVectors, list[str]]] = []
         for requests in (whole, by_sentence):
-            runs.append((self._query_vectors, [request for request, _ in requests]))
+            texts = [request for request, _ in requests]
+            runs.append((self._query_vectors, texts))
             for each in self.companions:
                 known = [request for request, language in requests if each.knows(language)]
                 runs.append((each.query_vectors, known))
             guessed = [
                 self._looked_up(request, language)[1] for request, language in requests if language != "en"
             ]
-            runs.append((self._query_vectors, [word for words in guessed for word in words]))
+            # A one-word request may be its own word to guess: its run above embeds it.
+            words = [word for each in guessed for word in each if word not in texts]
+            runs.append((self._query_vectors, words))
         embed_at_once(runs, self._query_runs)
 
     def _weak(self, scores: np.ndarray, vector: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
