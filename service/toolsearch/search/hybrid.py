@@ -336,13 +336,14 @@ class HybridIndex:
 
     def ranking(self, query: str) -> Ranking:
         """`query` ranked whole, and for a long request by its sentences too (`search.sentences`)."""
-        parts = sentences(query[:_MAX_QUERY_CHARS])
-        self._embed_ahead(query, parts)
-        evidence = self.evidence(query)
+        asked = self._asked(query)
+        parts = [self._asked(part) for part in sentences(asked.query)]
+        self._embed_ahead(asked, parts)
+        evidence = self._evidence(asked)
         whole = self.scores(evidence.signals)
         if not parts:
             return Ranking(evidence, whole, whole, evidence.weak)
-        by_sentence = [self.evidence(part) for part in parts]
+        by_sentence = [self._evidence(part) for part in parts]
         scores = combined(whole, [self.scores(each.signals) for each in by_sentence])
         weak = evidence.weak and all(each.weak for each in by_sentence)
         return Ranking(evidence, whole, scores, weak)
@@ -356,8 +357,21 @@ class HybridIndex:
 
     def evidence(self, query: str) -> Evidence:
         """What the index knows of `query`: every signal over the catalog, and whether to abstain."""
+        return self._evidence(self._asked(query))
+
+    def _asked(self, query: str) -> _Asked:
+        """`query` read once for every step that needs it: its intent, language and words to
+        translate."""
         query = query[:_MAX_QUERY_CHARS]
-        request, language = _request(query)
+        request = intent(query)
+        language = text.language_of(request)
+        # The catalog is English: a word of an English query that no tool has is a name or data
+        # (`Lisbon`), not a word to translate.
+        read, unread = self._looked_up(request, language) if language != "en" else ([], [])
+        return _Asked(query, request, language, tuple(read), tuple(unread))
+
+    def _evidence(self, asked: _Asked) -> Evidence:
+        query, request, language = asked.query, asked.request, asked.language
         query_vector = self._query_vectors(request)
         adapted_dense = None
         if self.ranker is None:
@@ -383,9 +397,7 @@ class HybridIndex:
         named = self.lexical.name_matches(query)
         # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
         weak = self._weak(fusion, query_vector, lexical, named=bool(len(named)))
-        # The catalog is English: a word of an English query that no tool has is a name or data
-        # (`Lisbon`), not a word to translate.
-        read, guessed = self._translated(request, language) if language != "en" else ([], [])
+        read, guessed = list(asked.read), self._guessed(asked.unread)
         for words, weight in ((read, DICTIONARY_WEIGHT), (guessed, TRANSLATION_WEIGHT)):
             if words:
                 lexical = lexical + weight * self.lexical.bm25_scores(" ".join(words))
@@ -414,16 +426,15 @@ class HybridIndex:
         then `text.cjk_words`): what the dictionary of `language` gives for each of the first
         `LOOKED_UP_WORDS`, and for the first `TRANSLATED_WORDS` of those it lacks, the nearest
         catalog word by the model, if near enough."""
-        read, guessed = self._translated(query, language)
-        return read + guessed
-
-    def _translated(self, query: str, language: str) -> tuple[list[str], list[str]]:
-        """`translations`, as the words the dictionary gave and those the model guessed."""
         read, unread = self._looked_up(query, language)
+        return read + self._guessed(unread)
+
+    def _guessed(self, unread: Sequence[str]) -> list[str]:
+        """The catalog words the model reads `unread` words as, where near enough."""
         if not unread or self._translation_cosine is None:
-            return read, []
+            return []
         vectors = self._query_vectors.many(unread)
-        return read, self.semantic.closest_words(vectors, self._translation_cosine)
+        return self.semantic.closest_words(vectors, self._translation_cosine)
 
     def _looked_up(self, query: str, language: str) -> tuple[list[str], list[str]]:
         """The catalog words the dictionary of `language` gives for the words of `query` that no
@@ -444,25 +455,20 @@ class HybridIndex:
             return read, []
         return read, unread[:TRANSLATED_WORDS]
 
-    def _embed_ahead(self, query: str, parts: Sequence[str]) -> None:
-        """Fill the query caches with every vector that ranking `query` and its sentences `parts`
-        will read, the models' runs at once (`embed_at_once`): each model's of the whole request,
-        of its sentences together, and of the words to translate, which all depend on the text
-        alone."""
-        whole = [_request(query[:_MAX_QUERY_CHARS])]
-        by_sentence = [_request(part) for part in parts]
+    def _embed_ahead(self, asked: _Asked, parts: Sequence[_Asked]) -> None:
+        """Fill the query caches with every vector that ranking the request `asked` and its
+        sentences `parts` will read, the models' runs at once (`embed_at_once`): each model's of
+        the whole request, of its sentences together, and of the words to translate, which all
+        depend on the text alone."""
         runs: list[tuple[QueryVectors, list[str]]] = []
-        for requests in (whole, by_sentence):
-            texts = [request for request, _ in requests]
+        for chosen in ([asked], parts):
+            texts = [each.request for each in chosen]
             runs.append((self._query_vectors, texts))
-            for each in self.companions:
-                known = [request for request, language in requests if each.knows(language)]
-                runs.append((each.query_vectors, known))
-            guessed = [
-                self._looked_up(request, language)[1] for request, language in requests if language != "en"
-            ]
+            for companion in self.companions:
+                known = [each.request for each in chosen if companion.knows(each.language)]
+                runs.append((companion.query_vectors, known))
             # A one-word request may be its own word to guess: its run above embeds it.
-            words = [word for each in guessed for word in each if word not in texts]
+            words = [word for each in chosen for word in each.unread if word not in texts]
             runs.append((self._query_vectors, words))
         embed_at_once(runs, self._query_runs)
 
@@ -475,10 +481,19 @@ class HybridIndex:
         return cosine < self._abstention.cosine and float(lexical.max()) < self._abstention.lexical
 
 
-def _request(query: str) -> tuple[str, str]:
-    """What `query` asks (`intent`) and the language it is asked in."""
-    request = intent(query)
-    return request, text.language_of(request)
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A request as the index reads it (`HybridIndex._asked`)."""
+
+    query: str
+    """The query, cut to `_MAX_QUERY_CHARS`: tool names are looked for in all of it."""
+    request: str
+    """What it asks (`intent`): what the models and BM25F read."""
+    language: str
+    read: tuple[str, ...]
+    """Catalog words the dictionary gave for its words that no tool has."""
+    unread: tuple[str, ...]
+    """Its words that no tool has and no dictionary knows, for the model to guess."""
 
 
 def fused_scores(signals: Signals) -> np.ndarray:
