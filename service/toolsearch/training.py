@@ -4,7 +4,9 @@ Given a hybrid index over a catalog (without a ranker) and training requests, `t
 
 1. computes every request's signals once (`HybridIndex.evidence`);
 2. fits the first model's query adapter contrastively: the adapted embedding of each request
-   should be nearer its gold tools than every other tool of the catalog (`fit_adapter`);
+   should be nearer its gold tools than every other tool of the catalog (`fit_adapter`), with
+   the fusion's scores in the softmax as a prior (`FUSION_PRIOR`), so that the adapter learns
+   what the fusion misses rather than ranking alone: the re-ranker reads both;
 3. fits the re-ranker's weights on the candidates' features with a listwise softmax loss and an
    L2 pull toward the fusion (`fit_weights`). The adapted similarities it learns from are
    *cross-fitted*: each request's come from adapters fitted without its server's requests, so the
@@ -46,6 +48,7 @@ from toolsearch.search.ranking import (
     candidates,
     feature_rows,
     initial_weights,
+    standardised,
 )
 from toolsearch.search.vectors import VectorCache
 
@@ -57,6 +60,10 @@ ADAPTER_STEPS = 100
 ADAPTER_RATE = 1e-3
 TEMPERATURE = 0.05
 """Of the adapter's softmax over the catalog (e5's cosines span about 0.7 to 0.9)."""
+FUSION_PRIOR = 1.0
+"""How much of each tool's fusion z-score the adapter's softmax adds to its cosine (over the
+temperature): where the fusion already ranks a request's gold tool first, the adapter has little
+left to learn from it. Chosen on the dev set (0.3 to 3 tried)."""
 MAX_ITERATIONS = 300
 _TRAINING_THREADS = 2
 
@@ -68,10 +75,14 @@ class _Example:
     signals: Signals
 
 
-def fit_adapter(vectors: np.ndarray, tools: np.ndarray, gold: Sequence[np.ndarray]) -> np.ndarray:
+def fit_adapter(
+    vectors: np.ndarray, tools: np.ndarray, gold: Sequence[np.ndarray], prior: np.ndarray | None = None
+) -> np.ndarray:
     """W of the adapter `q + q @ W` for requests' `vectors` (one row each) over a catalog's `tools`
     (one vector row each), trained by Adam from W = 0 for `ADAPTER_STEPS` steps on the softmax
-    cross-entropy of each request's `gold` positions among all tools."""
+    cross-entropy of each request's `gold` positions among all tools; `prior` (one row per request,
+    one column per tool) is added to the softmax's scores, which are the cosines over the
+    temperature."""
     x = vectors.astype(np.float32)
     count, dimensions = x.shape
     is_gold = np.zeros((count, len(tools)), dtype=bool)
@@ -84,6 +95,8 @@ def fit_adapter(vectors: np.ndarray, tools: np.ndarray, gold: Sequence[np.ndarra
         norms = np.linalg.norm(moved, axis=1, keepdims=True)
         unit = moved / norms
         scores = unit @ tools.T / TEMPERATURE
+        if prior is not None:
+            scores += prior
         p = np.exp(scores - scores.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)
         p_gold = np.where(is_gold, p, 0.0)
@@ -150,10 +163,12 @@ def examples(index: HybridIndex, queries: Sequence[Query]) -> list[_Example]:
 
 
 def _fit_adapters(index: HybridIndex, chosen: Sequence[_Example]) -> tuple[np.ndarray, ...]:
-    """The first model's adapter, fitted on `chosen` (several BLAS threads: it is matrix products)."""
+    """The first model's adapter, fitted on `chosen` with their fusion as its prior (several BLAS
+    threads: it is matrix products)."""
     vectors = np.stack([e.signals.vector for e in chosen])
+    prior = FUSION_PRIOR * np.stack([standardised(e.signals.fusion) for e in chosen]).astype(np.float32)
     with threadpool_limits(limits=_TRAINING_THREADS, user_api="blas"):
-        adapter = fit_adapter(vectors, index.semantic.blended, [e.gold for e in chosen])
+        adapter = fit_adapter(vectors, index.semantic.blended, [e.gold for e in chosen], prior)
     return (adapter,)
 
 
@@ -192,6 +207,7 @@ def train_ranker(
         "adapter_steps": ADAPTER_STEPS,
         "adapter_rate": ADAPTER_RATE,
         "temperature": TEMPERATURE,
+        "fusion_prior": FUSION_PRIOR,
         "folds": FOLDS,
     }
     return Ranker(

@@ -250,11 +250,16 @@ def test_without_data_pulling_it_the_ranking_stays_the_fusion() -> None:
     assert np.allclose(fit_weights(rows), initial_weights())
 
 
-def test_an_adapter_brings_each_request_nearer_the_tools_that_serve_it() -> None:
-    generator = np.random.default_rng(0)
+def _tools_and_gold(generator: np.random.Generator) -> tuple[np.ndarray, list[np.ndarray]]:
+    """30 unit tool vectors in 8 dimensions, and the gold tool of each of 60 requests."""
     tools = generator.normal(size=(30, 8)).astype(np.float32)
     tools /= np.linalg.norm(tools, axis=1, keepdims=True)
-    gold = [np.array([number % 30]) for number in range(60)]
+    return tools, [np.array([number % 30]) for number in range(60)]
+
+
+def test_an_adapter_brings_each_request_nearer_the_tools_that_serve_it() -> None:
+    generator = np.random.default_rng(0)
+    tools, gold = _tools_and_gold(generator)
     # Requests that point at their tool only faintly, through noise.
     vectors = 0.3 * tools[[g[0] for g in gold]] + generator.normal(size=(60, 8)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -264,6 +269,18 @@ def test_an_adapter_brings_each_request_nearer_the_tools_that_serve_it() -> None
         return int(sum((moved[row] @ tools.T).argmax() == g[0] for row, g in enumerate(gold)))
 
     assert hits(fit_adapter(vectors, tools, gold)) > hits(np.zeros((8, 8), np.float32))
+
+
+def test_an_adapter_learns_little_from_requests_its_prior_already_ranks_right() -> None:
+    generator = np.random.default_rng(0)
+    tools, gold = _tools_and_gold(generator)
+    vectors = generator.normal(size=(60, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    prior = np.zeros((60, 30), np.float32)
+    prior[np.arange(60), [g[0] for g in gold]] = 50.0  # the fusion puts every gold tool far ahead
+
+    unaided = np.abs(fit_adapter(vectors, tools, gold)).max()
+    assert np.abs(fit_adapter(vectors, tools, gold, prior)).max() < unaided / 10
 
 
 def test_an_adapter_starts_from_no_change() -> None:

@@ -96,9 +96,8 @@ BM25_RECALL_AT_5 = 63 / 119
 HYBRID_RECALL_AT_5 = 82 / 119
 HYBRID_ABSTAINED_ON_UNSERVABLE = (10 - 1) / 12
 HYBRID_WRONGLY_ABSTAINED = (15 + 1) / 119
-LEARNED_RECALL_AT_5 = 84 / 119
-"""The shipped ranker with the dictionaries on this slice (the fusion: 82; the ranker trained without
-dictionaries: 87, three requests at ranks 3-4 then, 5-8 now, at the same MRR@10, 0.558)."""
+LEARNED_RECALL_AT_5 = 90 / 119
+"""The shipped ranker with the dictionaries on this slice, MRR@10 0.570 (the fusion: 82, 0.541)."""
 BM25_LONG_RECALL_AT_5 = 215 / 350
 """The held-out long requests on this slice (each ranked whole only: 202)."""
 

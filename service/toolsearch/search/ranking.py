@@ -6,7 +6,8 @@ requests (`toolsearch train`, `toolsearch.training`) corrects it, and an index w
 
 - **A query adapter.** For the first model, a linear map of the query's embedding, `q + q @ W`
   renormalised, fitted contrastively: each training request's adapted vector should be nearer to
-  the tools that serve it than to every other tool of the catalog (softmax over all of them).
+  the tools that serve it than to every other tool of the catalog (softmax over all of them,
+  the fusion's scores added: it learns what the fusion misses).
   Only the query side moves: tool vectors, and every cached tool embedding, stay valid. The
   adapted query's similarity to each tool is a signal of its own, next to the plain one.
 - **Re-ranking.** The candidates of a query are the union of the best tools by the fusion, by
