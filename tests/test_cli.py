@@ -13,6 +13,7 @@ from typing import Literal
 import pytest
 
 from toolsearch.cli import build_parser, main
+from toolsearch.commands import COMMANDS
 from toolsearch.commands.serve import settings_from_args
 from toolsearch.settings import Settings
 
@@ -85,3 +86,61 @@ def test_serve_without_an_upstream_says_how_to_give_one() -> None:
     assert done.returncode == 2
     assert "pass --upstream URL (or set TOOLSEARCH_UPSTREAM)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _toolsearch(*arguments: str, code: str = "") -> subprocess.CompletedProcess[str]:
+    """`toolsearch ARGUMENTS` in a fresh interpreter (after `code`, when given, which runs it)."""
+    command = (
+        [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "toolsearch", *arguments]
+    )
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        timeout=60,
+    )
+
+
+def test_help_lists_every_command_with_what_it_does() -> None:
+    done = _toolsearch("--help")
+    assert done.returncode == 0
+    listed = re.findall(r"^    (\w+) +\S", done.stdout, re.MULTILINE)
+    assert listed == list(COMMANDS)
+    description = " ".join(done.stdout.split("\n\n")[1].split())
+    assert all(name in description for name in COMMANDS)
+
+
+def test_help_imports_no_command_module() -> None:
+    # Importing the commands loads the MCP SDK, the HTTP server and the search stack: seconds.
+    shows_imports = (
+        "import sys\nfrom toolsearch.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+        "    print(sorted(m for m in sys.modules if m.startswith(('toolsearch.', 'mcp', 'numpy'))))"
+    )
+    done = _toolsearch("--help", code=shows_imports)
+    assert done.stdout.splitlines()[-1] == "['toolsearch.cli', 'toolsearch.commands']"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_answers_its_own_help(name: str) -> None:
+    done = _toolsearch(name, "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: toolsearch {name}")
+
+
+def test_model_help_lists_install_fetch_and_import() -> None:
+    assert "(install)" in _toolsearch("--help").stdout
+    assert "{install,fetch,import}" in _toolsearch("model", "--help").stdout
+
+
+@pytest.mark.parametrize(
+    ("flag", "metavar"),
+    [
+        ("--model-dir", "DIR"),
+        ("--jwt-identity-claims", "CLAIM"),
+        ("--pin", "PATTERN"),
+        ("--write-tools", "PATTERN"),
+    ],
+)
+def test_list_flags_name_what_their_values_are(flag: str, metavar: str) -> None:
+    assert f"{flag} {metavar}" in _serve_help()

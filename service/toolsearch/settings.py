@@ -7,12 +7,23 @@ text of both, and README's configuration table is generated from the same fields
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-PatternList = Annotated[list[str], NoDecode]
+
+@dataclass(frozen=True)
+class Metavar:
+    """What the values of a list setting are, as its flag's help names them: `--pin PATTERN`."""
+
+    name: str
+
+
+PatternList = Annotated[list[str], NoDecode, Metavar("PATTERN")]
+DirectoryList = Annotated[list[str], NoDecode, Metavar("DIR")]
+ClaimList = Annotated[list[str], NoDecode, Metavar("CLAIM")]
 
 
 class Settings(BaseSettings):
@@ -148,7 +159,7 @@ class Settings(BaseSettings):
         description="Most catalogs one process keeps ready to search (least recently used dropped; with "
         "Redis they are read back from it).",
     )
-    model_dir: PatternList = Field(
+    model_dir: DirectoryList = Field(
         default_factory=list,
         description="A profile directory from `toolsearch model install` (its models and trained ranker), or "
         "embedding model directories (from `toolsearch model import` or `model fetch`) for hybrid search, "
@@ -200,7 +211,7 @@ class Settings(BaseSettings):
     jwt_jwks_url: str = Field("", description="JWKS URL of the token issuer (--catalog-identity jwt).")
     jwt_issuer: str = Field("", description="Required `iss` of verified tokens (--catalog-identity jwt).")
     jwt_audience: str = Field("", description="Required `aud` of verified tokens (--catalog-identity jwt).")
-    jwt_identity_claims: PatternList = Field(
+    jwt_identity_claims: ClaimList = Field(
         default_factory=lambda: ["scope"],
         description="Claims that decide which tools a caller sees; with issuer and subject they make the "
         "catalog identity (--catalog-identity jwt).",

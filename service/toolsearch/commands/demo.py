@@ -20,6 +20,7 @@ import orjson
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
+from toolsearch.commands import COMMANDS
 from toolsearch.settings import Settings
 from toolsearch.testing import DEMO_SERVERS, DemoUpstream, example_arguments, recorded_tools, serve_app
 
@@ -37,7 +38,7 @@ def add_demo_command(
     """Register `toolsearch demo` on the CLI's subparsers; its handler is `run_demo(args) -> int`."""
     parser = subparsers.add_parser(
         "demo",
-        help="try toolsearch on this machine: a demo upstream with recorded tools, and the proxy",
+        help=COMMANDS["demo"].summary,
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address the proxy listens on [127.0.0.1]")

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from toolsearch.commands import COMMANDS
 from toolsearch.evaluation import (
     Mode,
     QueryFileError,
@@ -26,7 +27,7 @@ def add_eval_command(
     """Register `eval`; the parsed arguments' `handler(args) -> int` runs it (exit status)."""
     parser = subparsers.add_parser(
         "eval",
-        help="measure search quality on a query set",
+        help=COMMANDS["eval"].summary,
         description="Rank every query of a query set over a catalog file and print recall@1/5/10 and "
         "MRR@10 (overall and per language), abstention, and search latency.",
     )

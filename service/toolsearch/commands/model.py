@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from toolsearch.commands import COMMANDS
 from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
 from toolsearch.embedding.manifest import ModelError, ModelManifest, staged_directory
 from toolsearch.search.dictionaries import languages_of
@@ -16,11 +17,11 @@ from toolsearch.search.freedict import COPYRIGHT_FILE, DEBIAN_PACKAGES, DEFAULT_
 
 
 def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `model fetch` and `model import` on the CLI's subparsers."""
+    """Register `model install`, `model fetch` and `model import` on the CLI's subparsers."""
     model = subparsers.add_parser(
         "model",
-        help="get an embedding model directory (fetch or import)",
-        description="Create the model directory that `serve --model-dir` loads.",
+        help=COMMANDS["model"].summary,
+        description="Make the search profile, or one model directory, that `serve --model-dir` loads.",
     )
     actions = model.add_subparsers(dest="model_command", required=True, metavar="{install,fetch,import}")
 

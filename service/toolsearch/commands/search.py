@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
+from toolsearch.commands import COMMANDS
 from toolsearch.embedding import ModelError
 from toolsearch.search import SearchIndex
 from toolsearch.search.lexical import LexicalIndex
@@ -61,7 +62,7 @@ def add_search_command(
     """Register `search`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
     parser = subparsers.add_parser(
         "search",
-        help="search a catalog file offline",
+        help=COMMANDS["search"].summary,
         description="Rank the tools of a catalog file for a query: BM25F, or hybrid with --model-dir (which "
         "embeds the whole catalog first: minutes for thousands of tools).",
     )

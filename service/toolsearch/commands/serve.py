@@ -14,7 +14,8 @@ import os
 import typing
 from typing import Any
 
-from toolsearch.settings import Settings
+from toolsearch.commands import COMMANDS
+from toolsearch.settings import Metavar, Settings
 
 
 def flag(name: str) -> str:
@@ -35,7 +36,8 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         elif annotation is bool:
             kwargs["metavar"] = "{true,false}"
         elif typing.get_origin(annotation) is list or isinstance(default, list):
-            kwargs.update(action="append", metavar="PATTERN")
+            names = [item.name for item in info.metadata if isinstance(item, Metavar)]
+            kwargs.update(action="append", metavar=names[0] if names else name.upper())
         else:
             kwargs["metavar"] = name.upper()
         parser.add_argument(flag(name), **kwargs)
@@ -102,7 +104,7 @@ def add_serve_command(
     """Register `serve`; the parsed arguments' `handler(args) -> int` runs the proxy (exit status)."""
     parser = subparsers.add_parser(
         "serve",
-        help="run the proxy in front of an upstream MCP server",
+        help=COMMANDS["serve"].summary,
         description="Run the MCP tool-search proxy. Every flag can also be set by its TOOLSEARCH_* variable.",
     )
     add_settings_flags(parser)

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from toolsearch.commands import COMMANDS
 from toolsearch.outcomes import merge_counts, report
 from toolsearch.untrusted import clean_text
 
@@ -76,7 +77,7 @@ def add_stats_command(
     """Register `stats`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
     parser = subparsers.add_parser(
         "stats",
-        help="what callers did with search answers, from running proxies' /stats",
+        help=COMMANDS["stats"].summary,
         description="Add up the /stats of running proxies (started with --stats) and print the share of "
         "searches followed by a call of a result, by rank, abstentions, and the tools most often called "
         "without search.",

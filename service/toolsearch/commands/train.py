@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from toolsearch.commands import COMMANDS
 from toolsearch.embedding.manifest import ModelError, staged_directory
 
 
@@ -13,7 +14,7 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     """Register `train` on the CLI's subparsers."""
     train = subparsers.add_parser(
         "train",
-        help="train a profile's learned ranking (query adapter and re-ranker)",
+        help=COMMANDS["train"].summary,
         description="Fit the query adapter and the re-ranker of a profile's models on training requests "
         "over a catalog file, and write the ranker directory. Deterministic: folds are whole servers.",
     )
