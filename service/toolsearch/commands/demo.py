@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 import time
 from collections.abc import Mapping
 from contextlib import ExitStack
+from types import FrameType
 from typing import Any
 
 import orjson
@@ -63,6 +65,8 @@ def run_demo(args: argparse.Namespace) -> int:
     tools = recorded_tools(DEMO_SERVERS)
     upstream = DemoUpstream(tools, instructions=_upstream_instructions(len(tools)))
     with ExitStack() as running:
+        # SIGTERM stops the demo as Ctrl-C does: both servers shut down, then the process exits.
+        running.callback(signal.signal, signal.SIGTERM, signal.signal(signal.SIGTERM, _interrupt))
         upstream_url = running.enter_context(serve_app(upstream.app())) + upstream.path
         settings = Settings(upstream=upstream_url, host=args.host, port=args.port, **_model_settings(args))
         proxy = create_app(settings)
@@ -75,7 +79,8 @@ def run_demo(args: argparse.Namespace) -> int:
         print("toolsearch demo")
         print(f"  upstream: {upstream_url}, {len(tools)} recorded tools of {len(DEMO_SERVERS)} public MCP")
         print("            servers; calls get a canned answer, no real service is contacted")
-        print(f"  proxy:    {proxy_url}\n")
+        print(f"  proxy:    {proxy_url}")
+        print(f"  search:   {_search_kind(args)}\n")
         try:
             asyncio.run(_scripted_client(proxy_url, {tool["name"]: tool for tool in tools}))
         except Exception as exc:
@@ -89,8 +94,18 @@ def run_demo(args: argparse.Namespace) -> int:
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
-            print("\nStopping.")
+            print("\nStopping.", flush=True)
     return 0
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _search_kind(args: argparse.Namespace) -> str:
+    if args.model_dir:
+        return f"hybrid: BM25F and the embedding models of {args.model_dir}"
+    return "BM25F only (lexical); --model-dir models/default adds the embedding models (`make demo`)"
 
 
 async def _scripted_client(proxy_url: str, upstream_tools: Mapping[str, Mapping[str, Any]]) -> None:
