@@ -168,12 +168,12 @@ def test_a_result_is_framed_with_the_requests_id(
         pytest.param(
             None,
             JsonRpcError(-32700, "Parse error"),
-            {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}},
-            id="no id: left out",
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
+            id="no id: null",
         ),
     ],
 )
-def test_an_error_is_framed_with_the_id_when_known_and_data_when_given(
+def test_an_error_is_framed_with_the_id_or_null_and_data_when_given(
     request_id: str | int | None, error: JsonRpcError, response: dict[str, Any]
 ) -> None:
     assert error_response(request_id, error) == response

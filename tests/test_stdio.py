@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 
+import orjson
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -38,3 +40,17 @@ async def test_stdio_serves_the_meta_tools_and_calls_through(open_upstream: str,
     assert "time_get_current_time" in found.content[0].text
     assert not called.is_error
     assert "time_get_current_time" in called.content[0].text
+
+
+def test_a_line_that_is_not_json_gets_a_parse_error_with_a_null_id(open_upstream: str) -> None:
+    command = _command(open_upstream)
+    done = subprocess.run(
+        [command.command, *command.args],
+        input=b'{"jsonrpc": "2.0", "id": 1, "method": \n',
+        capture_output=True,
+        env=command.env,
+        timeout=60,
+    )
+    answer = orjson.loads(done.stdout.splitlines()[0])
+    assert answer["id"] is None and "id" in answer
+    assert answer["error"]["code"] == -32700

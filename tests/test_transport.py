@@ -158,7 +158,7 @@ def test_unsupported_legacy_version_header_is_rejected(proxy_url: str) -> None:
     assert response.json()["error"]["code"] == -32022
 
 
-def test_malformed_json_gets_parse_error(proxy_url: str) -> None:
+def test_malformed_json_gets_parse_error_with_a_null_id(proxy_url: str) -> None:
     response = _post(
         proxy_url,
         content=b'{"jsonrpc": "2.0", "id": 1, "method": ',
@@ -166,6 +166,7 @@ def test_malformed_json_gets_parse_error(proxy_url: str) -> None:
     )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32700
+    assert "id" in response.json() and response.json()["id"] is None
 
 
 def test_batches_are_rejected(proxy_url: str) -> None:
@@ -192,6 +193,7 @@ def test_invalid_requests_get_32600(proxy_url: str, message: Any) -> None:
     response = _post(proxy_url, message)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32600
+    assert response.json()["id"] == (message.get("id") if isinstance(message, dict) else None)
 
 
 def test_unknown_method_gets_32601(proxy_url: str) -> None:

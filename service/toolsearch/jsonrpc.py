@@ -122,7 +122,5 @@ def result_response(request_id: RequestId | None, result: dict[str, Any]) -> dic
 
 
 def error_response(request_id: RequestId | None, error: JsonRpcError) -> dict[str, Any]:
-    response: dict[str, Any] = {"jsonrpc": "2.0", "error": error.to_error()}
-    if request_id is not None:
-        response["id"] = request_id
-    return response
+    """The error answer to a request; `"id": null` when its id could not be read (JSON-RPC 2.0)."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_error()}
