@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import call_json, call_text, connect, running_proxy, running_upstream
-from toolsearch.integrity import Approvals, name_skeleton, suspicious_reasons, text_reasons
+from toolsearch.integrity import (
+    Approvals,
+    foreign_characters,
+    lookalike_note,
+    name_skeleton,
+    suspicious_reasons,
+    text_reasons,
+)
 from toolsearch.tool import ToolInterner, tool_digest
 
 TOKEN = "token-integrity"
@@ -98,6 +105,42 @@ def test_approvals_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
     os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
     now[0] = 2.0
     assert "11cd" in approvals and "00ab" not in approvals
+
+
+def test_a_lookalike_name_names_its_foreign_characters_and_where() -> None:
+    assert foreign_characters(LOOKALIKE["name"]) == (
+        "U+0435 CYRILLIC SMALL LETTER IE at position 16, U+0440 CYRILLIC SMALL LETTER ER at position 17"
+    )
+    assert foreign_characters(HONEST["name"]) == ""
+    assert foreign_characters("ｇｉｔ_log").endswith("U+FF54 FULLWIDTH LATIN SMALL LETTER T at position 3")
+    assert foreign_characters("а" * 256).endswith("at position 5 and 251 more")
+
+
+def test_a_note_on_a_lookalike_is_given_only_for_names_that_look_alike() -> None:
+    assert lookalike_note(LOOKALIKE["name"], HONEST["name"]) == (
+        f" It looks like {HONEST['name']!r} but has {foreign_characters(LOOKALIKE['name'])}."
+    )
+    assert lookalike_note("ledger_export_repot", HONEST["name"]) == ""
+    assert lookalike_note("créer_événement", "creer_evenement") == ""
+
+
+async def test_calling_a_lookalike_of_a_tool_names_the_foreign_characters() -> None:
+    with running_upstream([HONEST]) as (upstream_url, _), running_proxy(upstream_url) as url:
+        async with connect(url, TOKEN) as client:
+            is_error, text = await call_text(client, "call_read_tool", {"name": LOOKALIKE["name"]})
+    assert is_error and f"Did you mean {HONEST['name']!r}?" in text
+    assert "U+0440 CYRILLIC SMALL LETTER ER at position 17" in text
+
+
+async def test_a_withheld_lookalike_says_which_characters_look_like_others() -> None:
+    with (
+        running_upstream([HONEST, LOOKALIKE]) as (upstream_url, _),
+        running_proxy(upstream_url, hide_suspicious=True) as url,
+    ):
+        async with connect(url, TOKEN) as client:
+            is_error, text = await call_text(client, "call_read_tool", {"name": LOOKALIKE["name"]})
+    assert is_error and "withheld" in text and "confusable-name" in text
+    assert "it has U+0435 CYRILLIC SMALL LETTER IE at position 16" in text
 
 
 async def test_search_and_describe_mark_suspicious_tools_and_still_serve_them() -> None:

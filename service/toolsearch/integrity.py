@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 OnChange = Literal["allow", "quarantine"]
 
 CONFUSABLE_NAME: Final = "confusable-name"
+_SHOWN_FOREIGN: Final = 5
+"""Look-alike characters of a name an error message lists (a name has up to 256)."""
 _SCANNED_CHARS: Final = 20_000
 """Text past this is not scanned (as it is not searched): bounds the work of a junk definition."""
 _GAP = r"[^.!?\n]{0,60}?"
@@ -149,6 +151,28 @@ def name_skeleton(name: str) -> str:
     folded. Two different names with one skeleton are confusable."""
     folded = unicodedata.normalize("NFKC", name)
     return _SEPARATORS.sub("", _skeleton_chars(folded).casefold())
+
+
+def foreign_characters(name: str) -> str:
+    """Where `name` has characters `name_skeleton` folds into others, for an error message to say
+    why it looks like another name: `U+0440 CYRILLIC SMALL LETTER ER at position 17`, comma-separated
+    (empty when it has none; the first `_SHOWN_FOREIGN` of them and how many more)."""
+    found = [
+        f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed character')} at position {position}"
+        for position, char in enumerate(name, 1)
+        if not char.isascii() and _skeleton_chars(unicodedata.normalize("NFKC", char)) != char
+    ]
+    more = f" and {len(found) - _SHOWN_FOREIGN} more" if len(found) > _SHOWN_FOREIGN else ""
+    return ", ".join(found[:_SHOWN_FOREIGN]) + more
+
+
+def lookalike_note(name: str, meant: str) -> str:
+    """Why `name` is not `meant` when the two look alike (a Cyrillic `р` for a Latin `p`): which
+    characters differ and where; empty when they do not look alike."""
+    if name == meant or name_skeleton(name) != name_skeleton(meant):
+        return ""
+    foreign = foreign_characters(name)
+    return f" It looks like {meant!r} but has {foreign}." if foreign else ""
 
 
 def confusable_names(names: Iterable[str]) -> dict[str, list[str]]:
@@ -297,5 +321,7 @@ class ToolGuard:
                 f"approves its new definition (digest {digest})."
             )
         if self.hide_suspicious and flagged:
-            return f"{name} is withheld: its definition looks hostile ({', '.join(flagged)})."
+            foreign = foreign_characters(name) if CONFUSABLE_NAME in flagged else ""
+            looks_like = f" Its name looks like another tool's: it has {foreign}." if foreign else ""
+            return f"{name} is withheld: its definition looks hostile ({', '.join(flagged)}).{looks_like}"
         return None

@@ -19,6 +19,7 @@ import orjson
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.integrity import lookalike_note
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
@@ -476,7 +477,10 @@ class MetaTools:
         meant = intended_name(name, catalog.names)
         self._outcomes.unknown_tool(typo=meant is not None)
         if meant is not None:
-            return f"There is no tool named {name!r}. Did you mean {meant!r}? Call it by that name."
+            return (
+                f"There is no tool named {name!r}.{lookalike_note(name, meant)} Did you mean {meant!r}? "
+                "Call it by that name."
+            )
         similar = similar_names(name, catalog.names)
         hint = f" Similar names: {', '.join(similar)}." if similar else ""
         return f"There is no tool named {name!r}.{hint} Use search_tools to find the right tool."
