@@ -89,14 +89,13 @@ COMPANION_WEIGHT = 0.02
 EXPANSION_WORDS = 8
 EXPANSION_WEIGHT = 0.6
 TRANSLATED_WORDS = 12
-"""At most this many words of a query are translated by the model: each costs it ~2.5 ms, once."""
+"""At most this many words of a query are translated by the model: each costs it a model run, once."""
 LOOKED_UP_WORDS = 64
 """At most this many words of a query are looked up in a dictionary (tens of microseconds each)."""
 TRANSLATION_WEIGHT = 1.5
-"""A translated word's weight, a query word's being 1: best of 0.5, 1, 1.5 and 2 on the tuning half."""
+"""A translated word's weight, a query word's being 1 (tuned on the dev set)."""
 DICTIONARY_WEIGHT = 2.0
-"""The weight of a word a dictionary gave (it reads a word better than the model guesses one): best
-of 1, 1.5, 2, 2.5 and 3.5 on the dev set; on held-out servers all five give 0.688-0.691 recall@5."""
+"""The weight of a word a dictionary gave: it reads a word better than the model guesses one."""
 _MAX_QUERY_CHARS = 4096
 EMBEDDING_WAIT_SECONDS = 1.0
 """How long building an index waits for its hybrid form before serving BM25F meanwhile."""
@@ -130,11 +129,10 @@ class Calibration:
 
 _E5_SMALL = Calibration(
     # About the 5th percentile of the tune half's servable queries' cosine and the 30th of their
-    # lexical score. On the whole dev set it abstains on 6 of 12 unservable requests and wrongly on
-    # 11 of 248 servable ones (held-out half: 3 of 6, 4 of 120).
+    # lexical score.
     AbstentionThreshold(cosine=0.808, lexical=22.7),
-    # From 0.89 to 0.91 the tuning half's recall@5 is the same, 0.9 the middle; below, wrong
-    # translations come in (`visus`, Lithuanian for `all`, as `visuals`).
+    # The middle of the range where the tuning half's recall@5 is flat; lower, wrong translations
+    # come in (`visus`, Lithuanian for `all`, as `visuals`).
     translation_cosine=0.9,
 )
 CALIBRATIONS: dict[str, Calibration] = {

@@ -40,12 +40,10 @@ class FieldWeight:
     """BM25's b for this field: 0 ignores the field's length, 1 divides by it relative to its mean."""
 
 
-# Round values, not fitted: on the dev set (bench/lexical_quality.py) halving or doubling any one
-# of them, or K1, moves recall@5 by a point at most. What did move it: the summary field, the
-# server score, camelCase words counted once, and the inflection fallback (a point or two each).
-# The summary's and the description's b (0.3 and 0.75 before) are what keyword stuffing cannot
-# buy: a long text's words count for less, nearly in proportion to its length (docs/search-quality.md,
-# hostile tools).
+# Round values, not fitted: search is not sensitive to any one of them, or to K1
+# (docs/search-quality.md, "Where the constants come from"). The summary's and the description's
+# b are what keyword stuffing cannot buy: a long text's words count for less, nearly in proportion
+# to its length (docs/search-quality.md, hostile tools).
 FIELD_WEIGHTS: dict[str, FieldWeight] = {
     "name": FieldWeight(3.0, 0.3),
     "server": FieldWeight(2.0, 0.0),

@@ -4,10 +4,10 @@ The model reads each tool twice. Its passage: its server, its name as words, its
 first sentence of its description (what the tool is for), ~30 tokens. Its description passage:
 the same head with the start of the whole description (`_MAX_DESCRIPTION_CHARS`, ~140 tokens),
 where the details are that tell near-twins apart. A tool's similarity to a query blends the two
-cosines (`DESCRIPTION_SHARE` of the second): measured on the dev set (recall@5 / MRR@10), the
-passage alone 0.633 / 0.492, blended 0.641 / 0.506, the description passage alone 0.629 / 0.500.
-The longer texts make indexing a catalog not seen before about three times slower; each tool is
-embedded once per model, whatever number of catalogs holds it.
+cosines (`DESCRIPTION_SHARE` of the second), which ranks better than either passage alone
+(docs/search-quality.md, "Where the constants come from"). The longer texts make indexing a
+catalog not seen before slower; each tool is embedded once per model, whatever number of catalogs
+holds it.
 
 The index also holds the catalog's words (those in at least two of its tools' texts) as vectors:
 the words nearest to a query's embedding are the catalog's own words for what the query asks, in

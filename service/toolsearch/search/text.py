@@ -19,9 +19,8 @@ as an alternative: Spanish `eventos` and `incidencia` stem to `event` and `incid
 what the English tool text stems to, while the English stemmer leaves them as they are. A word
 counts once, by its best alternative. A query too short to show its language keeps every other
 stemmer's stem as a fallback (`podus` -> `pod`), used only when no tool has the word itself.
-Measured on the dev set (bench/lexical_quality.py, recall@5 / MRR@10): guessed language
-0.524 / 0.400; English only 0.508 / 0.389; every stemmer on every word 0.500 / 0.391 (it
-conflates unrelated English words).
+Stemming every word in every language instead conflates unrelated English words (what each choice
+measured: docs/search-quality.md, "Where the constants come from").
 """
 
 from __future__ import annotations
