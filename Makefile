@@ -1,6 +1,7 @@
 # Fresh machine: `make demo` runs the embedded demo (hybrid search with a model imported offline),
-# `make test` runs the linters and the test suite.
-# Both create .venv and install what they need (with apt-get, when it can be used, the Debian
+# `make test` runs the linters and the test suite; `make check` the linters and the fast tier of the
+# tests (those that start no server, child process or model: minutes, not the suite's twenty).
+# All three create .venv and install what they need (with apt-get, when it can be used, the Debian
 # packages missing: FreeDict's dictionaries for the search profile; for the tests also redis-server,
 # nginx and the others scripts/system-packages.sh lists).
 
@@ -8,7 +9,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench system-packages node-packages
+.PHONY: demo test check lint bench system-packages node-packages
 
 $(BIN)/toolsearch: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,12 @@ test: $(BIN)/toolsearch system-packages node-packages
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+check: $(BIN)/toolsearch
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q --fast
 
 bench: $(BIN)/toolsearch
 	$(BIN)/pip install --quiet -e '.[bench]'

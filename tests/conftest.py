@@ -17,6 +17,8 @@ from toolsearch.app import create_app
 from toolsearch.settings import Settings
 from toolsearch.testing import DemoUpstream, bearer_visibility, recorded_tools, serve_app
 
+pytest_plugins = ["tests.support.fast_tier"]
+
 X_SERVERS = ("github", "slack", "notion", "google-calendar", "filesystem", "time", "yfinance", "stripe025")
 Y_SERVERS = ("gitlab", "linear-mcp", "sentry", "hubspot", "kubernetes-go", "time")
 TOKEN_X = "token-x"

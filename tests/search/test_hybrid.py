@@ -89,7 +89,9 @@ def test_hybrid_ranks_first_the_tool_both_rankers_agree_on(tools: list[Tool], em
 
 
 def test_the_fusions_explanation_adds_up_to_the_score(tools: list[Tool], embedder: Embedder) -> None:
-    for hit, parts in _hybrid(tools, embedder).explain("delete an issue", 3):
+    explained = _hybrid(tools, embedder).explain("delete an issue", 3)
+    assert len(explained) == 3
+    for hit, parts in explained:
         assert parts["lexical"] + parts["dense"] + parts["companions"] == pytest.approx(hit.score)
         assert parts["named"] == 0.0
 

@@ -304,7 +304,9 @@ def test_a_learned_hits_explanation_adds_up_to_its_score(index: HybridIndex, mod
     learned = HybridIndex(
         index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
     )
-    for hit, parts in learned.explain("find a city", 3):
+    explained = learned.explain("find a city", 3)
+    assert len(explained) == 3
+    for hit, parts in explained:
         assert set(parts) == {*FEATURES, "best_sentence", "named"}
         assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)
 
@@ -321,7 +323,9 @@ def test_a_ranker_reads_a_feature_of_each_further_companion(model_root: Path, tm
     learned = HybridIndex(
         three.lexical, three.semantic, QueryVectors(models[0]), companions=three.companions, ranker=ranker
     )
-    for hit, parts in learned.explain("find a city", 3):
+    explained = learned.explain("find a city", 3)
+    assert len(explained) == 3
+    for hit, parts in explained:
         assert set(parts) == {*ranker.features, "best_sentence", "named"}
         assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)
 
