@@ -431,6 +431,30 @@ def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedd
     assert embedding.pending == 0
 
 
+def _query_run_threads() -> list[str]:
+    return [
+        thread.name for thread in threading.enumerate() if thread.name.startswith("toolsearch-query-runs")
+    ]
+
+
+def test_a_served_indexs_further_model_runs_go_to_its_worker_and_end_with_it(
+    tools: list[Tool], embedder: Embedder, english_companion: Embedder
+) -> None:
+    embedding = EmbeddingWorker()  # without the models, which closing would close for the other tests
+    index = index_builder(embedder, companions=[english_companion], embedding=embedding, wait_seconds=30)(
+        tools
+    )
+    assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
+    index.search("delete an issue in the tracker", 4)  # the companion's run goes to the worker's threads
+    assert _query_run_threads()
+
+    assert embedding.close(timeout=5)
+
+    assert _query_run_threads() == []
+    with pytest.raises(RuntimeError):
+        embedding.query_runs.submit(int)
+
+
 def test_query_vectors_embed_the_uncached_queries_together(
     embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -95,6 +95,14 @@ async def test_without_a_model_directory_search_is_lexical_and_the_log_says_so(
     assert [r.getMessage() for r in caplog.records] == ["no --model-dir: search is lexical (BM25) only"]
 
 
+async def test_closing_the_proxy_shuts_the_threads_of_its_model_runs_down(model_dir: Path) -> None:
+    proxy = Proxy.from_settings(Settings(upstream="http://127.0.0.1:9/mcp", model_dir=str(model_dir)))
+    assert proxy.embedding is not None
+    await proxy.aclose()
+    with pytest.raises(RuntimeError):
+        proxy.embedding.query_runs.submit(int)
+
+
 def test_a_missing_model_directory_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"--model-dir: no model directory at .*toolsearch model"):
         Proxy.from_settings(Settings(upstream="http://127.0.0.1:9/mcp", model_dir=str(tmp_path / "absent")))

@@ -191,7 +191,8 @@ class QueryVectors:
 
 
 QUERY_RUNS = ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query")
-"""Where a request's further model runs go while its first runs on the searching thread."""
+"""Where a request's further model runs go while its first runs on the searching thread, for indexes
+built outside a proxy (eval, `toolsearch search`); a proxy's go to its `EmbeddingWorker.query_runs`."""
 
 
 def embed_at_once(runs: Sequence[tuple[QueryVectors, Sequence[str]]], executor: Executor | None) -> None:
@@ -564,6 +565,7 @@ def _with_models(
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
     mode: Literal["dense", "hybrid"] = "hybrid",
+    query_runs: Executor | None = QUERY_RUNS,
 ) -> HybridIndex:
     semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
     joined = [
@@ -578,6 +580,7 @@ def _with_models(
         companions=joined,
         ranker=ranker,
         dictionaries=dictionaries,
+        query_runs=query_runs,
     )
 
 
@@ -618,6 +621,7 @@ def index_builder(
                 companion_queries,
                 ranker,
                 dictionaries,
+                query_runs=background.query_runs,
             ),
         )
         index.upgraded.wait(wait_seconds)

@@ -16,8 +16,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from toolsearch.embedding import Embedder, EmbedderClosed
+from toolsearch.embedding.embedder import usable_cores
 from toolsearch.search import SearchHit, SearchIndex
 
 logger = logging.getLogger(__name__)
@@ -56,7 +58,8 @@ EmbeddingDone = Callable[[float, bool], None]
 
 
 class EmbeddingWorker:
-    """One daemon thread that upgrades indexes in order, running `models`, until `close`."""
+    """One daemon thread that upgrades indexes in order, running `models`, until `close`; and the
+    threads a request's further model runs go to meanwhile (`query_runs`), shut down with it."""
 
     def __init__(self, models: Sequence[Embedder] = (), on_done: EmbeddingDone | None = None) -> None:
         self._jobs: queue.SimpleQueue[tuple[ProgressiveIndex, Callable[[], SearchIndex]] | None] = (
@@ -68,6 +71,8 @@ class EmbeddingWorker:
         self._pending = 0
         self._closed = False
         self._on_done = on_done
+        self.query_runs = ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query-runs")
+        """Where a request's further model runs go while its first runs on the searching thread."""
 
     @property
     def pending(self) -> int:
@@ -102,6 +107,7 @@ class EmbeddingWorker:
             thread = self._thread
         for model in self._models:
             model.close()
+        self.query_runs.shutdown(wait=True, cancel_futures=True)  # their runs end with the models'
         if thread is None:
             return True
         self._jobs.put(None)
