@@ -58,8 +58,9 @@ class Proxy:
             telemetry=telemetry,
         )
         interner = ToolInterner()
-        store = _catalog_store(settings, interner)
-        index_builder, embedding = _index_builder(settings, store, telemetry)
+        storage = _storage(settings, interner)
+        store = storage.catalogs
+        index_builder, embedding = _index_builder(settings, storage.vectors, telemetry)
         identifier = _identifier(settings)
         guard = ToolGuard(
             store,
@@ -83,7 +84,7 @@ class Proxy:
         upstream.on_tools_changed = catalogs.tools_changed
         telemetry.observe_store_errors(lambda: getattr(store, "failures", 0))
         outcomes = SearchOutcomes(
-            _outcome_memory(store), identifier, telemetry, window=settings.search_outcome_window
+            storage.outcomes, identifier, telemetry, window=settings.search_outcome_window
         )
         policy = ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools))
         metatools = MetaTools(
@@ -129,29 +130,34 @@ class Proxy:
         self.telemetry.shutdown()
 
 
-def _catalog_store(settings: Settings, interner: ToolInterner) -> CatalogStore:
-    if not settings.redis_url:
-        return MemoryCatalogStore(max_catalogs=settings.max_cached_catalogs)
-    from toolsearch.redis_store import RedisCatalogStore
+@dataclass(frozen=True, slots=True)
+class _Storage:
+    """Where catalogs (with their leases and pins), search outcomes and shared tool vectors live:
+    this process, or a Redis all replicas share, chosen once from the settings."""
 
-    return RedisCatalogStore.from_url(
+    catalogs: CatalogStore
+    outcomes: OutcomeMemory
+    vectors: VectorCache | None
+    """Tool vectors shared between replicas (None: each process keeps its own)."""
+
+
+def _storage(settings: Settings, interner: ToolInterner) -> _Storage:
+    if not settings.redis_url:
+        return _Storage(MemoryCatalogStore(max_catalogs=settings.max_cached_catalogs), MemoryOutcomes(), None)
+    from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
+
+    store = RedisCatalogStore.from_url(
         settings.redis_url,
         interner,
         prefix=settings.redis_prefix,
         ttl=settings.redis_ttl,
         timeout=settings.redis_timeout,
     )
-
-
-def _outcome_memory(store: CatalogStore) -> OutcomeMemory:
-    """Search outcomes live where catalogs do, so that replicas sharing a Redis link them too."""
-    from toolsearch.redis_store import RedisCatalogStore
-
-    return RedisOutcomes(store) if isinstance(store, RedisCatalogStore) else MemoryOutcomes()
+    return _Storage(store, RedisOutcomes(store), RedisVectorCache(store))
 
 
 def _index_builder(
-    settings: Settings, store: CatalogStore, telemetry: Telemetry
+    settings: Settings, shared: VectorCache | None, telemetry: Telemetry
 ) -> tuple[IndexBuilder, EmbeddingWorker | None]:
     """Hybrid search with the model of --model-dir, and the thread that embeds catalogs for it;
     without one, lexical search (said once)."""
@@ -179,7 +185,7 @@ def _index_builder(
         "learned" if profile.ranker is not None else "fusion",
         languages_of(profile.dictionaries),
     )
-    cache = _vector_cache(settings, store)
+    cache = _vector_cache(settings, shared)
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
     embedding = EmbeddingWorker(
         (embedder, *companions), on_done=telemetry.observe_embedding(lambda: embedding.pending)
@@ -196,14 +202,13 @@ def _index_builder(
     return builder, embedding
 
 
-def _vector_cache(settings: Settings, store: CatalogStore) -> VectorCache | None:
-    """Where tool vectors are kept: Redis shares them between replicas; --vector-cache-dir keeps them
-    on this machine's disk across restarts, in front of Redis (a restart reads no network) or of
-    this process's memory (an index build reads no disk). None: the index keeps its own in memory."""
-    from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
+def _vector_cache(settings: Settings, shared: VectorCache | None) -> VectorCache | None:
+    """Where tool vectors are kept: `shared` (Redis) shares them between replicas; --vector-cache-dir
+    keeps them on this machine's disk across restarts, in front of Redis (a restart reads no network)
+    or of this process's memory (an index build reads no disk). None: the index keeps its own in
+    memory."""
     from toolsearch.search.vectors import DiskVectorCache, LayeredVectorCache, MemoryVectorCache
 
-    shared = RedisVectorCache(store) if isinstance(store, RedisCatalogStore) else None
     if not settings.vector_cache_dir:
         return shared
     disk = DiskVectorCache(settings.vector_cache_dir, max_bytes=settings.vector_cache_max_mb * 1_000_000)
