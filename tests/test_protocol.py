@@ -17,6 +17,7 @@ from toolsearch.protocol import (
     SERVER_INFO,
     SERVER_INFO_META,
     Era,
+    answer_to_server_request,
     check_legacy_version_header,
     check_modern_request,
     complete_result,
@@ -30,6 +31,7 @@ from toolsearch.protocol import (
     param_headers,
     request_era,
     speaks_only_modern,
+    unrelayed_request,
     valid_header_annotations,
     without_envelope,
 )
@@ -315,3 +317,38 @@ def test_param_headers_follow_nested_properties() -> None:
     schema = {"type": "object", "properties": {"where": inner}}
     assert param_headers(schema, {"where": {"zone": "b"}}) == {"Mcp-Param-Zone": "b"}
     assert param_headers(schema, {"where": "b"}) == {}
+
+
+@pytest.mark.parametrize("method", ["sampling/createMessage", "elicitation/create", "roots/list"])
+def test_a_request_the_upstream_sends_mid_call_is_refused_by_name_and_ping_answered(method: str) -> None:
+    refusal = answer_to_server_request({"jsonrpc": "2.0", "id": 7, "method": method})
+    assert refusal["id"] == 7
+    assert refusal["error"]["code"] == METHOD_NOT_FOUND
+    assert repr(method) in refusal["error"]["message"]
+    assert answer_to_server_request({"jsonrpc": "2.0", "id": 8, "method": "ping"}) == {
+        "jsonrpc": "2.0",
+        "id": 8,
+        "result": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("methods", "wanted"),
+    [
+        (["sampling/createMessage"], "a completion from the caller's model (sampling/createMessage)"),
+        (["elicitation/create"], "input from the caller's user (elicitation/create)"),
+        (
+            ["roots/list", "roots/list", "sampling/createMessage"],
+            "the caller's roots (roots/list) and a completion from the caller's model",
+        ),
+        (["tasks/\u202eget"], "'tasks/"),
+    ],
+)
+def test_a_call_ended_by_an_unrelayed_request_says_what_was_wanted_and_why_not(
+    methods: list[str], wanted: str
+) -> None:
+    reason = unrelayed_request(methods)
+    assert reason.startswith(f"the upstream asked for {wanted}")
+    assert "stateless proxy" in reason
+    assert "within 3 s of the refusal" in reason
+    assert "\u202e" not in reason

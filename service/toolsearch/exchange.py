@@ -20,8 +20,15 @@ import orjson
 from opentelemetry.trace import SpanKind
 
 from toolsearch.caller import CallerHeaders, ProgressRelay
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
-from toolsearch.protocol import SESSION_HEADER, TOOLS_CHANGED, VERSION_HEADER, answer_to_server_request
+from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.protocol import (
+    REFUSAL_GRACE,
+    SESSION_HEADER,
+    TOOLS_CHANGED,
+    VERSION_HEADER,
+    answer_to_server_request,
+    unrelayed_request,
+)
 from toolsearch.sse import sse_data
 from toolsearch.telemetry import ERROR_TYPE, METHOD, TOOL, Telemetry, elapsed
 
@@ -105,25 +112,29 @@ class Exchange:
         refused: list[str] = []
         relay = ProgressRelay.carried_by(params)
         tools_changed = False
+        # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
+        deadline = asyncio.timeout(self._timeout)
 
         async def answer(request: dict[str, Any]) -> None:
             """Answer a request the upstream sent on this exchange's stream, on the same session; note
-            a notification that the caller's tools changed."""
+            a notification that the caller's tools changed. A refused request leaves the upstream
+            `REFUSAL_GRACE` to end the call."""
             nonlocal tools_changed
             if "id" not in request:
                 tools_changed = tools_changed or request.get("method") == TOOLS_CHANGED
                 return
             if request.get("method") != "ping":
                 refused.append(str(request.get("method"))[:100])
+                grace = asyncio.get_running_loop().time() + REFUSAL_GRACE
+                deadline.reschedule(min(deadline.when() or grace, grace))
             reply = orjson.dumps(answer_to_server_request(request))
             sent = {name: headers[name] for name in (VERSION_HEADER, SESSION_HEADER) if name in headers}
             with contextlib.suppress(httpx.HTTPError):  # the call then fails or times out, and says so
                 await self._http.post(self.url, content=reply, headers=self._headers(caller, sent))
 
         try:
-            # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
             async with (
-                asyncio.timeout(self._timeout),
+                deadline,
                 self._http.stream(
                     "POST", self.url, content=body, headers=self._headers(caller, headers)
                 ) as response,
@@ -136,8 +147,9 @@ class Exchange:
             if tools_changed and self.on_tools_changed is not None:
                 await self.on_tools_changed(caller)
         except (httpx.TimeoutException, TimeoutError):
-            asked = f" (it had asked toolsearch for {', '.join(refused)})" if refused else ""
-            raise UpstreamError(f"upstream did not answer {method} in time{asked}") from None
+            if refused:
+                raise InputNotRelayed(unrelayed_request(refused)) from None
+            raise UpstreamError(f"upstream did not answer {method} in time") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream unreachable: {describe(exc)}") from None
         error = message.get("error")

@@ -18,7 +18,7 @@ import orjson
 
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
@@ -464,6 +464,9 @@ class MetaTools:
             else:
                 result = error_result(f"The upstream answered {name} with error {exc.code}: {message}")
             return {**result, "structuredContent": {"error": _upstream_error(exc, message)}}
+        except InputNotRelayed as exc:
+            _log_call(name, "input_not_relayed", started)
+            return error_result(f"{name} could not finish: {exc}.")
         except UpstreamError as exc:
             _log_call(name, "upstream_unavailable", started)
             return error_result(

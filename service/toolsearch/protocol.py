@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from toolsearch import __version__
@@ -22,6 +22,7 @@ from toolsearch.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
 )
+from toolsearch.untrusted import clean_text
 
 Era = Literal["legacy", "modern"]
 
@@ -238,6 +239,31 @@ def without_envelope(result: Mapping[str, Any]) -> dict[str, Any]:
     elif meta is not None:
         relayed["_meta"] = meta
     return relayed
+
+
+REFUSAL_GRACE: Final = 3.0
+"""Seconds an upstream has to end a call after toolsearch refused a request it sent mid-call. An
+upstream that hears the refusal ends the call at once; a stateless one never hears it (the refusal,
+a new POST, reaches none of its requests) and would hold the call until `--upstream-timeout`."""
+
+_WANTED: Final = {
+    "sampling/createMessage": "a completion from the caller's model (sampling/createMessage)",
+    "elicitation/create": "input from the caller's user (elicitation/create)",
+    "roots/list": "the caller's roots (roots/list)",
+}
+
+
+def unrelayed_request(methods: Sequence[str]) -> str:
+    """Why a call ended without its result: what the upstream asked the caller for mid-call, and why
+    toolsearch could not ask it (a sentence for the model; `methods` are the upstream's words)."""
+    wanted = [_WANTED.get(method) or f"{clean_text(method)[:100]!r}" for method in dict.fromkeys(methods)]
+    return (
+        f"the upstream asked for {' and '.join(wanted) or 'input'} in the middle of the call, and "
+        "toolsearch cannot pass such a request on to its caller: it is a stateless proxy that answers "
+        "each request with one response (it relays input requests only as 2026-07-28 input_required "
+        f"results). It refused the request; the upstream did not end the call within {REFUSAL_GRACE:g} s "
+        "of the refusal (a stateless upstream never hears it)"
+    )
 
 
 def answer_to_server_request(message: Mapping[str, Any]) -> dict[str, Any]:
