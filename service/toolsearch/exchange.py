@@ -1,6 +1,6 @@
 """One JSON-RPC request to the upstream over streamable HTTP, and its answer: a JSON body, or an SSE
-stream on which the upstream may also send progress, notifications and requests of its own before
-the response. Each request is a client span that the upstream's own spans continue.
+stream on which the upstream may also send progress, log messages, other notifications and requests
+of its own before the response. Each request is a client span that the upstream's own spans continue.
 
 What a request carries of the caller is `CallerHeaders`' only; which era's headers and params it
 carries is the caller's of this module (`upstream`) to say.
@@ -19,7 +19,7 @@ import httpx
 import orjson
 from opentelemetry.trace import SpanKind
 
-from toolsearch.caller import CallerHeaders, ProgressRelay
+from toolsearch.caller import CallerHeaders, CallRelay
 from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
 from toolsearch.protocol import (
     REFUSAL_GRACE,
@@ -72,15 +72,17 @@ class Exchange:
         headers: Mapping[str, str],
         *,
         capture: dict[str, str] | None = None,
+        relay: CallRelay | None = None,
     ) -> dict[str, Any]:
-        """The result of one request (its `Mcp-Session-Id` answer put in `capture`, when given)."""
+        """The result of one request (its `Mcp-Session-Id` answer put in `capture`, when given); what
+        the upstream says meanwhile for the caller goes to `relay`."""
         name = params.get("name") if method == "tools/call" else None
         attributes = {METHOD: method, TOOL: name} if isinstance(name, str) else {METHOD: method}
         started = time.perf_counter()
         error_type = ""
         with self._telemetry.span(method, kind=SpanKind.CLIENT, attributes=attributes) as span:
             try:
-                return await self._exchange(caller, method, params, headers, capture)
+                return await self._exchange(caller, method, params, headers, capture, relay)
             except (UpstreamError, UpstreamAuthError) as exc:
                 error_type = exc.error_type
                 raise
@@ -106,11 +108,11 @@ class Exchange:
         params: dict[str, Any],
         headers: Mapping[str, str],
         capture: dict[str, str] | None,
+        relay: CallRelay | None,
     ) -> dict[str, Any]:
         request_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         refused: list[str] = []
-        relay = ProgressRelay.carried_by(params)
         tools_changed = False
         # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
         deadline = asyncio.timeout(self._timeout)
@@ -182,7 +184,7 @@ class Exchange:
         *,
         session: bool,
         answer: Callable[[dict[str, Any]], Awaitable[None]],
-        relay: ProgressRelay | None,
+        relay: CallRelay | None,
     ) -> dict[str, Any]:
         if response.status_code in (401, 403):
             body = await self._read_capped(response)
@@ -220,10 +222,11 @@ class Exchange:
         response: httpx.Response,
         request_id: int,
         answer: Callable[[dict[str, Any]], Awaitable[None]],
-        relay: ProgressRelay | None,
+        relay: CallRelay | None,
     ) -> dict[str, Any]:
-        """Read SSE events until the response to our request; its progress goes to `relay`, other
-        notifications are skipped, requests the upstream sends meanwhile are answered at once."""
+        """Read SSE events until the response to our request; its progress and log messages go to
+        `relay`, other notifications are skipped, requests the upstream sends meanwhile are answered
+        at once."""
         async for data in sse_data(self._capped_text(response)):
             try:
                 message = orjson.loads(data)
