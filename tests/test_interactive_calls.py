@@ -28,6 +28,8 @@ from mcp.shared.message import ServerMessageMetadata
 from tests.conftest import connect, running_proxy, running_upstream
 from tests.support.node import NODE_DIR, node_server, requires_node
 from tests.support.upstream import modern_request, recorded_tools
+from toolsearch.testing import serve_app
+from toolsearch.testing.conformance import ConformanceUpstream
 
 TIME_ARGS = {"timezone": "Europe/Vilnius"}
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -147,10 +149,45 @@ async def test_a_stateless_upstream_asking_mid_call_gets_the_caller_an_answer_wi
 
 
 def _call(url: str, tool: str, arguments: dict[str, Any], **retry: Any) -> httpx.Response:
-    message, headers = modern_request("tools/call", {"name": tool, "arguments": arguments, **retry})
+    return _post(url, "tools/call", {"name": tool, "arguments": arguments, **retry})
+
+
+def _post(url: str, method: str, params: dict[str, Any]) -> httpx.Response:
+    """A 2026-07-28 request of a caller that can answer elicitation."""
+    message, headers = modern_request(method, params)
     message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {}}
     sent = {"accept": "application/json", "content-type": "application/json", **headers}
     return httpx.post(url, content=orjson.dumps(message), headers=sent, timeout=30.0)
+
+
+@pytest.fixture(scope="module")
+def conformance_proxy() -> Iterator[str]:
+    with serve_app(ConformanceUpstream().app()) as base, running_proxy(f"{base}/mcp") as proxy:
+        yield proxy
+
+
+def test_a_prompt_asking_for_input_reaches_a_modern_caller_and_its_retry_the_upstream(
+    conformance_proxy: str,
+) -> None:
+    params = {"name": "test_input_required_result_prompt"}
+    asked = _post(conformance_proxy, "prompts/get", params).json()["result"]
+    assert asked["resultType"] == "input_required"
+    assert asked["inputRequests"]["user_context"]["method"] == "elicitation/create"
+    answers = {"user_context": {"action": "accept", "content": {"context": "tests"}}}
+    done = _post(conformance_proxy, "prompts/get", {**params, "inputResponses": answers}).json()["result"]
+    assert done["resultType"] == "complete"
+    assert done["messages"][0]["content"]["text"] == "A prompt for the context: tests"
+
+
+async def test_a_legacy_caller_is_told_why_a_prompt_asking_for_input_cannot_be_got(
+    conformance_proxy: str,
+) -> None:
+    async with connect(conformance_proxy, mode="legacy") as client:
+        with pytest.raises(MCPError) as refused:
+            await client.get_prompt("test_input_required_result_prompt")
+    assert (
+        "asks for input (elicitation/create) before it can answer prompts/get" in refused.value.error.message
+    )
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from toolsearch.protocol import (
     complete_result,
     decode_header_value,
     encode_header_value,
+    forwarded_result,
     legacy_headers,
     modern_headers,
     modern_params,
@@ -417,3 +418,20 @@ def test_logging_is_offered_where_a_caller_can_set_its_level(
     assert ("logging" in capabilities) is offered
     assert capabilities["prompts"] == {}
     assert "logging" not in offered_capabilities({}, caller, upstream)
+
+
+def test_a_forwarded_result_asking_for_input_goes_to_a_modern_caller_and_is_refused_to_a_legacy_one() -> None:
+    asking = {
+        "resultType": "input_required",
+        "inputRequests": {"who": {"method": "elicitation/create", "params": {}}},
+        "_meta": {SERVER_INFO_META: {"name": "upstream"}},
+    }
+    assert forwarded_result("prompts/get", asking, "modern") == {
+        "resultType": "input_required",
+        "inputRequests": asking["inputRequests"],
+    }
+    with pytest.raises(JsonRpcError) as refused:
+        forwarded_result("prompts/get", asking, "legacy")
+    assert "asks for input (elicitation/create) before it can answer prompts/get" in refused.value.message
+    complete = {"resultType": "complete", "messages": []}
+    assert forwarded_result("prompts/get", complete, "legacy") == {"messages": []}

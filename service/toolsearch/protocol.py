@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from toolsearch import __version__
 from toolsearch.jsonrpc import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -267,6 +268,28 @@ def unrelayed_request(methods: Sequence[str]) -> str:
         "each request with one response (it relays input requests only as 2026-07-28 input_required "
         f"results). It refused the request; the upstream did not end the call within {REFUSAL_GRACE:g} s "
         "of the refusal (a stateless upstream never hears it)"
+    )
+
+
+def forwarded_result(method: str, result: Mapping[str, Any], era: Era) -> dict[str, Any]:
+    """A forwarded request's upstream result for a caller of `era`, less the upstream's envelope. A
+    result that asks for input (`prompts/get`, `resources/read` in 2026-07-28) goes to a 2026-07-28
+    caller as it came, whose retry goes upstream as it comes; a legacy caller cannot answer it."""
+    relayed = without_envelope(result)
+    if result.get("resultType") != INPUT_REQUIRED:
+        return relayed
+    if era == "modern":
+        return {**relayed, "resultType": INPUT_REQUIRED}
+    requests = result.get("inputRequests")
+    asked = sorted(
+        {clean_text(str(r.get("method")))[:100] for r in requests.values() if isinstance(r, Mapping)}
+        if isinstance(requests, Mapping)
+        else set()
+    )
+    raise JsonRpcError(
+        INTERNAL_ERROR,
+        f"The upstream asks for input ({', '.join(asked) or 'unspecified'}) before it can answer {method}; "
+        "toolsearch passes such requests on only to clients of protocol 2026-07-28",
     )
 
 

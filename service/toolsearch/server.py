@@ -34,12 +34,12 @@ from toolsearch.protocol import (
     check_legacy_version_header,
     check_modern_request,
     complete_result,
+    forwarded_result,
     method_not_found,
     modern_status,
     negotiate_legacy_version,
     offered_capabilities,
     request_era,
-    without_envelope,
 )
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.untrusted import clean_text
@@ -231,13 +231,14 @@ class McpServer:
         this caller, when toolsearch offers them."""
         if FORWARDED_METHODS[method] not in await self._capabilities(context, era):
             raise method_not_found(method, era)
+        capabilities = _caller_input(params).capabilities if era == "modern" else None
         try:
-            result = await self._upstream.forward(context.caller, method, params)
+            result = await self._upstream.forward(context.caller, method, params, capabilities)
         except UpstreamRpcError as exc:
             raise JsonRpcError(exc.code, exc.message, exc.data) from None
         except UpstreamError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"The upstream could not answer {method}: {exc}") from None
-        result = without_envelope(result)
+        result = forwarded_result(method, result, era)
         if era == "modern" and method in CACHED_RESULTS:
             result.setdefault("ttlMs", self._ttl_ms)
             result.setdefault("cacheScope", "private")

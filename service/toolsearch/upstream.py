@@ -160,12 +160,19 @@ class UpstreamClient:
         capabilities = caller_input.capabilities if caller_input is not None else None
         return await self._request(era, caller, "tools/call", params, extra, capabilities, relay)
 
-    async def forward(self, caller: CallerHeaders, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one request of the caller's (resources, prompts, completion) upstream as it came, with
-        the caller's credentials; the upstream's result, or its `UpstreamRpcError`."""
+    async def forward(
+        self,
+        caller: CallerHeaders,
+        method: str,
+        params: Mapping[str, Any],
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request of the caller's (resources, prompts, completion, log level) upstream as it
+        came, with the caller's credentials and, to a 2026-07-28 upstream, the capabilities it
+        declared; the upstream's result, or its `UpstreamRpcError`."""
         era = await self.era(caller)
         sent = {key: value for key, value in params.items() if key != "_meta"}
-        return await self._request(era, caller, method, sent)
+        return await self._request(era, caller, method, sent, capabilities=capabilities)
 
     async def server_capabilities(self, caller: CallerHeaders) -> dict[str, Any]:
         """What the upstream says it offers this caller (`initialize` or `server/discover`)."""
