@@ -280,17 +280,22 @@ def forwarded_result(method: str, result: Mapping[str, Any], era: Era) -> dict[s
         return relayed
     if era == "modern":
         return {**relayed, "resultType": INPUT_REQUIRED}
+    raise JsonRpcError(
+        INTERNAL_ERROR,
+        f"The upstream asks for input ({asked_input(result)}) before it can answer {method}; "
+        "toolsearch passes such requests on only to clients of protocol 2026-07-28",
+    )
+
+
+def asked_input(result: Mapping[str, Any]) -> str:
+    """What an `input_required` result asks for, as a model may read it: its requests' methods."""
     requests = result.get("inputRequests")
     asked = sorted(
         {clean_text(str(r.get("method")))[:100] for r in requests.values() if isinstance(r, Mapping)}
         if isinstance(requests, Mapping)
         else set()
     )
-    raise JsonRpcError(
-        INTERNAL_ERROR,
-        f"The upstream asks for input ({', '.join(asked) or 'unspecified'}) before it can answer {method}; "
-        "toolsearch passes such requests on only to clients of protocol 2026-07-28",
-    )
+    return ", ".join(asked) or "unspecified"
 
 
 def answer_to_server_request(message: Mapping[str, Any]) -> dict[str, Any]:
