@@ -84,14 +84,19 @@ def mode(request: pytest.FixtureRequest) -> str:
 
 @asynccontextmanager
 async def connect(
-    url: str, token: str | None = None, mode: str = "auto", **headers: str
+    url: str,
+    token: str | None = None,
+    mode: str = "auto",
+    options: dict[str, Any] | None = None,
+    **headers: str,
 ) -> AsyncIterator[Client]:
-    """An MCP SDK client on `url`, sending `Authorization: Bearer <token>` when a token is given."""
+    """An MCP SDK client on `url`, sending `Authorization: Bearer <token>` when a token is given;
+    `options` are the client's own (`logging_callback`, `log_level`, ...)."""
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     async with (
         httpx2.AsyncClient(headers=headers) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode, **(options or {})) as client,
     ):
         yield client
 

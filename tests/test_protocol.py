@@ -17,19 +17,26 @@ from toolsearch.protocol import (
     SERVER_INFO,
     SERVER_INFO_META,
     Era,
+    answer_to_server_request,
+    call_log_level,
     check_legacy_version_header,
     check_modern_request,
     complete_result,
     decode_header_value,
     encode_header_value,
+    forwarded_result,
     legacy_headers,
     modern_headers,
     modern_params,
     modern_status,
     negotiate_legacy_version,
+    offered_capabilities,
     param_headers,
+    relayed_meta,
+    relayed_notification,
     request_era,
     speaks_only_modern,
+    unrelayed_request,
     valid_header_annotations,
     without_envelope,
 )
@@ -315,3 +322,116 @@ def test_param_headers_follow_nested_properties() -> None:
     schema = {"type": "object", "properties": {"where": inner}}
     assert param_headers(schema, {"where": {"zone": "b"}}) == {"Mcp-Param-Zone": "b"}
     assert param_headers(schema, {"where": "b"}) == {}
+
+
+@pytest.mark.parametrize("method", ["sampling/createMessage", "elicitation/create", "roots/list"])
+def test_a_request_the_upstream_sends_mid_call_is_refused_by_name_and_ping_answered(method: str) -> None:
+    refusal = answer_to_server_request({"jsonrpc": "2.0", "id": 7, "method": method})
+    assert refusal["id"] == 7
+    assert refusal["error"]["code"] == METHOD_NOT_FOUND
+    assert repr(method) in refusal["error"]["message"]
+    assert answer_to_server_request({"jsonrpc": "2.0", "id": 8, "method": "ping"}) == {
+        "jsonrpc": "2.0",
+        "id": 8,
+        "result": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("methods", "wanted"),
+    [
+        (["sampling/createMessage"], "a completion from the caller's model (sampling/createMessage)"),
+        (["elicitation/create"], "input from the caller's user (elicitation/create)"),
+        (
+            ["roots/list", "roots/list", "sampling/createMessage"],
+            "the caller's roots (roots/list) and a completion from the caller's model",
+        ),
+        (["tasks/\u202eget"], "'tasks/"),
+    ],
+)
+def test_a_call_ended_by_an_unrelayed_request_says_what_was_wanted_and_why_not(
+    methods: list[str], wanted: str
+) -> None:
+    reason = unrelayed_request(methods)
+    assert reason.startswith(f"the upstream asked for {wanted}")
+    assert "stateless proxy" in reason
+    assert "within 3 s of the refusal" in reason
+    assert "\u202e" not in reason
+
+
+def _log(level: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": level, "data": "x"}}
+
+
+def _progress(token: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": 1},
+    }
+
+
+def test_a_calls_stream_relays_its_own_progress_and_log_messages_at_or_above_the_asked_level() -> None:
+    assert relayed_notification(_progress("t"), "t", None)
+    assert not relayed_notification(_progress("other"), "t", "debug")
+    assert not relayed_notification(_progress("t"), None, "debug")
+    assert relayed_notification(_log("warning"), None, "warning")
+    assert relayed_notification(_log("error"), None, "warning")
+    assert not relayed_notification(_log("info"), None, "warning")
+    assert not relayed_notification(_log("info"), "t", None)
+    assert not relayed_notification(_log("loud"), None, "debug")
+    assert not relayed_notification({"method": "notifications/resources/updated", "params": {}}, "t", "debug")
+
+
+def test_a_modern_caller_asks_for_log_messages_per_call_and_a_legacy_caller_gets_what_its_session_sends() -> (
+    None
+):
+    asked = {"_meta": {"io.modelcontextprotocol/logLevel": "notice"}}
+    assert call_log_level("modern", asked) == "notice"
+    assert call_log_level("modern", {"_meta": {}}) is None
+    assert call_log_level("modern", {"_meta": {"io.modelcontextprotocol/logLevel": "loud"}}) is None
+    assert call_log_level("legacy", {}) == "debug"
+
+
+def test_an_upstream_call_asks_for_the_progress_and_log_messages_its_caller_streams() -> None:
+    assert relayed_meta("t", "info", "modern") == {
+        "progressToken": "t",
+        "io.modelcontextprotocol/logLevel": "info",
+    }
+    assert relayed_meta("t", "info", "legacy") == {"progressToken": "t"}
+    assert relayed_meta(None, None, "modern") == {}
+
+
+@pytest.mark.parametrize(
+    ("caller", "upstream", "offered"),
+    [
+        ("legacy", "legacy", True),
+        ("modern", "legacy", True),
+        ("modern", "modern", True),
+        ("legacy", "modern", False),
+    ],
+)
+def test_logging_is_offered_where_a_caller_can_set_its_level(
+    caller: Era, upstream: Era, offered: bool
+) -> None:
+    capabilities = offered_capabilities({"logging": {}, "prompts": {"listChanged": True}}, caller, upstream)
+    assert ("logging" in capabilities) is offered
+    assert capabilities["prompts"] == {}
+    assert "logging" not in offered_capabilities({}, caller, upstream)
+
+
+def test_a_forwarded_result_asking_for_input_goes_to_a_modern_caller_and_is_refused_to_a_legacy_one() -> None:
+    asking = {
+        "resultType": "input_required",
+        "inputRequests": {"who": {"method": "elicitation/create", "params": {}}},
+        "_meta": {SERVER_INFO_META: {"name": "upstream"}},
+    }
+    assert forwarded_result("prompts/get", asking, "modern") == {
+        "resultType": "input_required",
+        "inputRequests": asking["inputRequests"],
+    }
+    with pytest.raises(JsonRpcError) as refused:
+        forwarded_result("prompts/get", asking, "legacy")
+    assert "asks for input (elicitation/create) before it can answer prompts/get" in refused.value.message
+    complete = {"resultType": "complete", "messages": []}
+    assert forwarded_result("prompts/get", complete, "legacy") == {"messages": []}

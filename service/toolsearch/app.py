@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolsearch.caller import CallerHeaders, ProgressRelay
+from toolsearch.caller import CallerHeaders, CallRelay
 from toolsearch.errors import UpstreamAuthError, UpstreamError
 from toolsearch.jsonrpc import INVALID_REQUEST, JsonRpcError, error_response, parse_message
 from toolsearch.jsonrpc import Message as JsonRpcMessage
@@ -33,6 +33,7 @@ from toolsearch.oauth import (
     protected_resource_document,
     public_resource,
 )
+from toolsearch.protocol import call_log_level, request_era
 from toolsearch.proxy import Proxy
 from toolsearch.server import RequestContext
 from toolsearch.settings import Settings
@@ -161,13 +162,12 @@ async def mcp_post(request: Request) -> Response:
         return _rpc_error(error, error.request_id)
     if message.is_response or message.is_notification:
         return Response(status_code=202)
-    token = _progress_token(message, request)
-    if token is None:
+    relay = _call_relay(message, request)
+    if relay is None:
         return await _answer(message, request)
-    relay = ProgressRelay(token)
     with relay.active():
         answering = asyncio.ensure_future(_answer(message, request))
-    return await _streamed_with_progress(answering, relay)
+    return await _streamed_with_notifications(answering, relay)
 
 
 async def mcp_other(request: Request) -> Response:
@@ -220,23 +220,27 @@ def _media_refusal(request: Request) -> JsonRpcError | None:
     return None
 
 
-def _progress_token(message: JsonRpcMessage, request: Request) -> str | int | None:
-    """The caller's `progressToken` of a `tools/call`, when it can take an SSE answer."""
-    meta = message.params.get("_meta")
-    token = meta.get("progressToken") if isinstance(meta, dict) and message.method == "tools/call" else None
-    if isinstance(token, bool) or not isinstance(token, str | int):
-        return None
+def _call_relay(message: JsonRpcMessage, request: Request) -> CallRelay | None:
+    """What a `tools/call` streams back, when its caller can take an SSE answer and asked for
+    something to stream: progress (a `progressToken`) or log messages."""
     accept = request.headers.get("accept", "")
-    return token if "text/event-stream" in accept or "*/*" in accept else None
+    if message.method != "tools/call" or not ("text/event-stream" in accept or "*/*" in accept):
+        return None
+    meta = message.params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if isinstance(token, bool) or not isinstance(token, str | int):
+        token = None
+    log_level = call_log_level(request_era(message.method, message.params, request.headers), message.params)
+    return CallRelay(token, log_level) if token is not None or log_level is not None else None
 
 
 def _event(message: bytes) -> bytes:
     return b"event: message\ndata: " + message + b"\n\n"
 
 
-async def _streamed_with_progress(answering: asyncio.Future[Response], relay: ProgressRelay) -> Response:
-    """The answer as JSON if it comes before any progress (keeping its HTTP status); else an SSE
-    stream of the upstream's progress notifications, then the answer."""
+async def _streamed_with_notifications(answering: asyncio.Future[Response], relay: CallRelay) -> Response:
+    """The answer as JSON if it comes before any notification (keeping its HTTP status); else an SSE
+    stream of the upstream's notifications for the caller (progress, log messages), then the answer."""
     waiting = asyncio.ensure_future(relay.queue.get())
     await _first_done(answering, waiting)
     if not waiting.done():

@@ -1,5 +1,5 @@
 """What of a caller's request reaches the upstream: its credentials and trace context, the input it
-can give a tool that asks for some, and the progress token its `tools/call` streams under.
+can give a tool that asks for some, and what its `tools/call` streams back (progress, log messages).
 
 A caller's upstream sessions belong to its token (`CallerHeaders.token_key`), whatever catalog
 identity that token maps to (`identity`): two tokens of one JWT subject share a catalog, not a session.
@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from toolsearch.protocol import PROGRESS_NOTIFICATION
+from toolsearch.protocol import relayed_notification
 
 
 def token_key(authorization: str | None) -> str:
@@ -73,52 +73,44 @@ class CallerInput:
         return params
 
 
-class ProgressRelay:
-    """A caller's `progressToken` while its `tools/call` runs: the first upstream call made within
-    `active()` carries it, and the upstream's `notifications/progress` for it land in `queue`, for
-    the transport to stream to the caller. (One upstream call only: progress must only increase.)"""
+class CallRelay:
+    """What of the upstream's words during a caller's `tools/call` goes back on the caller's response
+    stream: progress for its `progressToken`, log messages at or above its `log_level` (None: none).
+    The first upstream call made within `active()` carries the relay, and what it relays lands in
+    `queue`, for the transport to stream to the caller. (One upstream call only: progress must only
+    increase.)"""
 
-    _current: ClassVar[ContextVar[ProgressRelay | None]] = ContextVar(
-        "toolsearch_progress_relay", default=None
-    )
+    _current: ClassVar[ContextVar[CallRelay | None]] = ContextVar("toolsearch_call_relay", default=None)
     MAX_QUEUED: Final = 1000
 
-    def __init__(self, token: str | int) -> None:
+    def __init__(self, token: str | int | None, log_level: str | None) -> None:
         self.token = token
+        self.log_level = log_level
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.MAX_QUEUED)
         self._claimed = False
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
         """Make this the relay of tasks created inside the block (they copy the context)."""
-        reset = ProgressRelay._current.set(self)
+        reset = CallRelay._current.set(self)
         try:
             yield
         finally:
-            ProgressRelay._current.reset(reset)
+            CallRelay._current.reset(reset)
 
     @classmethod
-    def claim(cls) -> ProgressRelay | None:
+    def claim(cls) -> CallRelay | None:
         relay = cls._current.get()
         if relay is None or relay._claimed:
             return None
         relay._claimed = True
         return relay
 
-    @classmethod
-    def carried_by(cls, params: Mapping[str, Any]) -> ProgressRelay | None:
-        """The active relay, if these upstream request params carry its token."""
-        relay = cls._current.get()
-        meta = params.get("_meta")
-        return relay if relay is not None and isinstance(meta, Mapping) and "progressToken" in meta else None
-
     def offer(self, message: Mapping[str, Any]) -> bool:
-        """Queue an upstream notification if it is progress of this token; whether it was."""
-        params = message.get("params")
-        if message.get("method") != PROGRESS_NOTIFICATION or not isinstance(params, Mapping):
+        """Queue an upstream notification if it is for the caller; whether it was."""
+        if not relayed_notification(message, self.token, self.log_level):
             return False
-        if params.get("progressToken") != self.token:
-            return False
-        with contextlib.suppress(asyncio.QueueFull):  # a flood of progress is not worth memory
-            self.queue.put_nowait({"jsonrpc": "2.0", "method": PROGRESS_NOTIFICATION, "params": dict(params)})
+        params = message["params"]
+        with contextlib.suppress(asyncio.QueueFull):  # a flood of notifications is not worth memory
+            self.queue.put_nowait({"jsonrpc": "2.0", "method": message["method"], "params": dict(params)})
         return True

@@ -36,6 +36,11 @@ class UpstreamRpcError(UpstreamError):
         return str(self.code)
 
 
+class InputNotRelayed(UpstreamError):
+    """The upstream asked the caller for input mid-call (sampling, elicitation, roots), which
+    toolsearch cannot relay, and did not end the call soon after toolsearch refused."""
+
+
 class UpstreamAuthError(Exception):
     """The upstream refused the caller's credentials (401/403); passed to the caller as is."""
 

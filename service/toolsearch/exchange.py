@@ -1,6 +1,6 @@
 """One JSON-RPC request to the upstream over streamable HTTP, and its answer: a JSON body, or an SSE
-stream on which the upstream may also send progress, notifications and requests of its own before
-the response. Each request is a client span that the upstream's own spans continue.
+stream on which the upstream may also send progress, log messages, other notifications and requests
+of its own before the response. Each request is a client span that the upstream's own spans continue.
 
 What a request carries of the caller is `CallerHeaders`' only; which era's headers and params it
 carries is the caller's of this module (`upstream`) to say.
@@ -19,9 +19,16 @@ import httpx
 import orjson
 from opentelemetry.trace import SpanKind
 
-from toolsearch.caller import CallerHeaders, ProgressRelay
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
-from toolsearch.protocol import SESSION_HEADER, TOOLS_CHANGED, VERSION_HEADER, answer_to_server_request
+from toolsearch.caller import CallerHeaders, CallRelay
+from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.protocol import (
+    REFUSAL_GRACE,
+    SESSION_HEADER,
+    TOOLS_CHANGED,
+    VERSION_HEADER,
+    answer_to_server_request,
+    unrelayed_request,
+)
 from toolsearch.sse import sse_data
 from toolsearch.telemetry import ERROR_TYPE, METHOD, TOOL, Telemetry, elapsed
 
@@ -65,15 +72,17 @@ class Exchange:
         headers: Mapping[str, str],
         *,
         capture: dict[str, str] | None = None,
+        relay: CallRelay | None = None,
     ) -> dict[str, Any]:
-        """The result of one request (its `Mcp-Session-Id` answer put in `capture`, when given)."""
+        """The result of one request (its `Mcp-Session-Id` answer put in `capture`, when given); what
+        the upstream says meanwhile for the caller goes to `relay`."""
         name = params.get("name") if method == "tools/call" else None
         attributes = {METHOD: method, TOOL: name} if isinstance(name, str) else {METHOD: method}
         started = time.perf_counter()
         error_type = ""
         with self._telemetry.span(method, kind=SpanKind.CLIENT, attributes=attributes) as span:
             try:
-                return await self._exchange(caller, method, params, headers, capture)
+                return await self._exchange(caller, method, params, headers, capture, relay)
             except (UpstreamError, UpstreamAuthError) as exc:
                 error_type = exc.error_type
                 raise
@@ -99,31 +108,35 @@ class Exchange:
         params: dict[str, Any],
         headers: Mapping[str, str],
         capture: dict[str, str] | None,
+        relay: CallRelay | None,
     ) -> dict[str, Any]:
         request_id = next(self._ids)
         body = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         refused: list[str] = []
-        relay = ProgressRelay.carried_by(params)
         tools_changed = False
+        # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
+        deadline = asyncio.timeout(self._timeout)
 
         async def answer(request: dict[str, Any]) -> None:
             """Answer a request the upstream sent on this exchange's stream, on the same session; note
-            a notification that the caller's tools changed."""
+            a notification that the caller's tools changed. A refused request leaves the upstream
+            `REFUSAL_GRACE` to end the call."""
             nonlocal tools_changed
             if "id" not in request:
                 tools_changed = tools_changed or request.get("method") == TOOLS_CHANGED
                 return
             if request.get("method") != "ping":
                 refused.append(str(request.get("method"))[:100])
+                grace = asyncio.get_running_loop().time() + REFUSAL_GRACE
+                deadline.reschedule(min(deadline.when() or grace, grace))
             reply = orjson.dumps(answer_to_server_request(request))
             sent = {name: headers[name] for name in (VERSION_HEADER, SESSION_HEADER) if name in headers}
             with contextlib.suppress(httpx.HTTPError):  # the call then fails or times out, and says so
                 await self._http.post(self.url, content=reply, headers=self._headers(caller, sent))
 
         try:
-            # The timeout bounds the whole exchange: a trickle of bytes (SSE keep-alives) does not extend it.
             async with (
-                asyncio.timeout(self._timeout),
+                deadline,
                 self._http.stream(
                     "POST", self.url, content=body, headers=self._headers(caller, headers)
                 ) as response,
@@ -136,8 +149,9 @@ class Exchange:
             if tools_changed and self.on_tools_changed is not None:
                 await self.on_tools_changed(caller)
         except (httpx.TimeoutException, TimeoutError):
-            asked = f" (it had asked toolsearch for {', '.join(refused)})" if refused else ""
-            raise UpstreamError(f"upstream did not answer {method} in time{asked}") from None
+            if refused:
+                raise InputNotRelayed(unrelayed_request(refused)) from None
+            raise UpstreamError(f"upstream did not answer {method} in time") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream unreachable: {describe(exc)}") from None
         error = message.get("error")
@@ -170,7 +184,7 @@ class Exchange:
         *,
         session: bool,
         answer: Callable[[dict[str, Any]], Awaitable[None]],
-        relay: ProgressRelay | None,
+        relay: CallRelay | None,
     ) -> dict[str, Any]:
         if response.status_code in (401, 403):
             body = await self._read_capped(response)
@@ -208,10 +222,11 @@ class Exchange:
         response: httpx.Response,
         request_id: int,
         answer: Callable[[dict[str, Any]], Awaitable[None]],
-        relay: ProgressRelay | None,
+        relay: CallRelay | None,
     ) -> dict[str, Any]:
-        """Read SSE events until the response to our request; its progress goes to `relay`, other
-        notifications are skipped, requests the upstream sends meanwhile are answered at once."""
+        """Read SSE events until the response to our request; its progress and log messages go to
+        `relay`, other notifications are skipped, requests the upstream sends meanwhile are answered
+        at once."""
         async for data in sse_data(self._capped_text(response)):
             try:
                 message = orjson.loads(data)

@@ -18,13 +18,13 @@ import orjson
 
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
 from toolsearch.integrity import lookalike_note
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
-from toolsearch.protocol import INPUT_REQUIRED, without_envelope
+from toolsearch.protocol import INPUT_REQUIRED, asked_input, without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import Tool, tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
@@ -465,6 +465,9 @@ class MetaTools:
             else:
                 result = error_result(f"The upstream answered {name} with error {exc.code}: {message}")
             return {**result, "structuredContent": {"error": _upstream_error(exc, message)}}
+        except InputNotRelayed as exc:
+            _log_call(name, "input_not_relayed", started)
+            return error_result(f"{name} could not finish: {exc}.")
         except UpstreamError as exc:
             _log_call(name, "upstream_unavailable", started)
             return error_result(
@@ -565,14 +568,8 @@ def _passed_through(name: str, result: dict[str, Any], *, relay_input: bool) -> 
     if kind == INPUT_REQUIRED and relay_input:
         return {**without_envelope(result), "resultType": INPUT_REQUIRED}
     if kind == INPUT_REQUIRED:
-        requests = result.get("inputRequests")
-        asked = sorted(
-            {clean_text(str(r.get("method")))[:100] for r in requests.values() if isinstance(r, dict)}
-            if isinstance(requests, dict)
-            else set()
-        )
         return error_result(
-            f"{name} asks for input ({', '.join(asked) or 'unspecified'}) before it can finish; toolsearch "
+            f"{name} asks for input ({asked_input(result)}) before it can finish; toolsearch "
             "passes such requests on only to clients of protocol 2026-07-28, one call at a time."
         )
     if kind not in (None, "complete"):

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from toolsearch import __version__
 from toolsearch.jsonrpc import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -22,6 +23,7 @@ from toolsearch.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
 )
+from toolsearch.untrusted import clean_text
 
 Era = Literal["legacy", "modern"]
 
@@ -48,6 +50,10 @@ INPUT_REQUIRED: Final = "input_required"
 """The 2026-07-28 `resultType` of a result that asks the client for input before the call can finish."""
 
 PROGRESS_NOTIFICATION: Final = "notifications/progress"
+LOG_NOTIFICATION: Final = "notifications/message"
+LOG_LEVEL_META: Final = "io.modelcontextprotocol/logLevel"
+"""Where a 2026-07-28 request asks for the log messages of its handling, at this level and above."""
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_CHANGED: Final = "notifications/tools/list_changed"
 
 NAME_BEARING_PARAMS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -240,6 +246,58 @@ def without_envelope(result: Mapping[str, Any]) -> dict[str, Any]:
     return relayed
 
 
+REFUSAL_GRACE: Final = 3.0
+"""Seconds an upstream has to end a call after toolsearch refused a request it sent mid-call. An
+upstream that hears the refusal ends the call at once; a stateless one never hears it (the refusal,
+a new POST, reaches none of its requests) and would hold the call until `--upstream-timeout`."""
+
+_WANTED: Final = {
+    "sampling/createMessage": "a completion from the caller's model (sampling/createMessage)",
+    "elicitation/create": "input from the caller's user (elicitation/create)",
+    "roots/list": "the caller's roots (roots/list)",
+}
+
+
+def unrelayed_request(methods: Sequence[str]) -> str:
+    """Why a call ended without its result: what the upstream asked the caller for mid-call, and why
+    toolsearch could not ask it (a sentence for the model; `methods` are the upstream's words)."""
+    wanted = [_WANTED.get(method) or f"{clean_text(method)[:100]!r}" for method in dict.fromkeys(methods)]
+    return (
+        f"the upstream asked for {' and '.join(wanted) or 'input'} in the middle of the call, and "
+        "toolsearch cannot pass such a request on to its caller: it is a stateless proxy that answers "
+        "each request with one response (it relays input requests only as 2026-07-28 input_required "
+        f"results). It refused the request; the upstream did not end the call within {REFUSAL_GRACE:g} s "
+        "of the refusal (a stateless upstream never hears it)"
+    )
+
+
+def forwarded_result(method: str, result: Mapping[str, Any], era: Era) -> dict[str, Any]:
+    """A forwarded request's upstream result for a caller of `era`, less the upstream's envelope. A
+    result that asks for input (`prompts/get`, `resources/read` in 2026-07-28) goes to a 2026-07-28
+    caller as it came, whose retry goes upstream as it comes; a legacy caller cannot answer it."""
+    relayed = without_envelope(result)
+    if result.get("resultType") != INPUT_REQUIRED:
+        return relayed
+    if era == "modern":
+        return {**relayed, "resultType": INPUT_REQUIRED}
+    raise JsonRpcError(
+        INTERNAL_ERROR,
+        f"The upstream asks for input ({asked_input(result)}) before it can answer {method}; "
+        "toolsearch passes such requests on only to clients of protocol 2026-07-28",
+    )
+
+
+def asked_input(result: Mapping[str, Any]) -> str:
+    """What an `input_required` result asks for, as a model may read it: its requests' methods."""
+    requests = result.get("inputRequests")
+    asked = sorted(
+        {clean_text(str(r.get("method")))[:100] for r in requests.values() if isinstance(r, Mapping)}
+        if isinstance(requests, Mapping)
+        else set()
+    )
+    return ", ".join(asked) or "unspecified"
+
+
 def answer_to_server_request(message: Mapping[str, Any]) -> dict[str, Any]:
     """What toolsearch answers a request the upstream sends it mid-call on a legacy SSE stream
     (`sampling/createMessage`, `elicitation/create`, `roots/list`): its callers are stateless, so
@@ -259,6 +317,31 @@ def answer_to_server_request(message: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def relayed_notification(message: Mapping[str, Any], token: str | int | None, log_level: str | None) -> bool:
+    """Whether an upstream notification on a call's stream goes on to the caller: progress for the
+    caller's token, and log messages at `log_level` or above (None: the caller asked for none)."""
+    params = message.get("params")
+    if not isinstance(params, Mapping):
+        return False
+    if message.get("method") == PROGRESS_NOTIFICATION:
+        return token is not None and params.get("progressToken") == token
+    if message.get("method") == LOG_NOTIFICATION and log_level in LOG_LEVELS:
+        level = params.get("level")
+        return level in LOG_LEVELS and LOG_LEVELS.index(level) >= LOG_LEVELS.index(log_level)
+    return False
+
+
+def call_log_level(era: Era, params: Mapping[str, Any]) -> str | None:
+    """The least level of log messages a caller's `tools/call` is sent: a 2026-07-28 caller asks in
+    its `_meta` (else it gets none); a legacy caller gets every level the upstream sends it (the
+    upstream's session of the caller's token filters by the caller's `logging/setLevel`)."""
+    if era == "legacy":
+        return LOG_LEVELS[0]
+    meta = params.get("_meta")
+    level = meta.get(LOG_LEVEL_META) if isinstance(meta, Mapping) else None
+    return level if level in LOG_LEVELS else None
+
+
 FORWARDED_METHODS: Final = {
     "resources/list": "resources",
     "resources/templates/list": "resources",
@@ -266,21 +349,26 @@ FORWARDED_METHODS: Final = {
     "prompts/list": "prompts",
     "prompts/get": "prompts",
     "completion/complete": "completions",
+    "logging/setLevel": "logging",
 }
-"""Methods passed to the upstream as they came, by the server capability that offers them."""
+"""Methods passed to the upstream as they came, by the capability toolsearch offers them under."""
 CACHED_RESULTS: Final = frozenset(
     {"resources/list", "resources/templates/list", "resources/read", "prompts/list"}
 )
 """Forwarded results that carry 2026-07-28 caching hints (`ttlMs`, `cacheScope`)."""
 
 
-def offered_capabilities(upstream: Mapping[str, Any]) -> dict[str, Any]:
-    """What toolsearch advertises: its tools, and of the upstream's resources, prompts and completion
-    what a stateless proxy can carry (no subscriptions, no list-changed notifications)."""
+def offered_capabilities(upstream: Mapping[str, Any], caller_era: Era, upstream_era: Era) -> dict[str, Any]:
+    """What toolsearch advertises: its tools, and of the upstream's resources, prompts, completion and
+    logging what a stateless proxy can carry (no subscriptions, no list-changed notifications). Log
+    messages come on a call's response stream; a legacy caller sets their level with
+    `logging/setLevel`, kept by the upstream's session of its token, which a 2026-07-28 upstream has not."""
     capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
     for name in ("resources", "prompts", "completions"):
         if isinstance(upstream.get(name), Mapping):
             capabilities[name] = {}
+    if isinstance(upstream.get("logging"), Mapping) and (caller_era == "modern" or upstream_era == "legacy"):
+        capabilities["logging"] = {}
     return capabilities
 
 
@@ -297,6 +385,16 @@ def modern_params(params: Mapping[str, Any], capabilities: Mapping[str, Any] | N
         CLIENT_INFO_META: CLIENT_INFO,
     }
     return {**params, "_meta": envelope}
+
+
+def relayed_meta(token: str | int | None, log_level: str | None, era: Era) -> dict[str, Any]:
+    """The `_meta` of an upstream `tools/call` that asks for what its caller's stream relays: progress
+    under the caller's token and, from a 2026-07-28 upstream, log messages at the caller's level (a
+    legacy upstream sends them at its session's level)."""
+    meta: dict[str, Any] = {} if token is None else {"progressToken": token}
+    if log_level is not None and era == "modern":
+        meta[LOG_LEVEL_META] = log_level
+    return meta
 
 
 def modern_headers(method: str, params: Mapping[str, Any]) -> dict[str, str]:

@@ -34,12 +34,12 @@ from toolsearch.protocol import (
     check_legacy_version_header,
     check_modern_request,
     complete_result,
+    forwarded_result,
     method_not_found,
     modern_status,
     negotiate_legacy_version,
     offered_capabilities,
     request_era,
-    without_envelope,
 )
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.untrusted import clean_text
@@ -194,7 +194,7 @@ class McpServer:
             raise JsonRpcError(INVALID_PARAMS, 'Invalid params: initialize needs "protocolVersion", a string')
         return {
             "protocolVersion": negotiate_legacy_version(params.get("protocolVersion")),
-            "capabilities": await self._capabilities(context),
+            "capabilities": await self._capabilities(context, "legacy"),
             "serverInfo": SERVER_INFO,
             "instructions": await self._instructions(context),
         }
@@ -202,7 +202,7 @@ class McpServer:
     async def _discover(self, context: RequestContext) -> dict[str, Any]:
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
-            "capabilities": await self._capabilities(context),
+            "capabilities": await self._capabilities(context, "modern"),
             "instructions": await self._instructions(context),
             "ttlMs": self._ttl_ms,
             "cacheScope": "private",
@@ -227,31 +227,32 @@ class McpServer:
     async def _forwarded(
         self, method: str, params: Mapping[str, Any], era: Era, context: RequestContext
     ) -> dict[str, Any]:
-        """Resources, prompts and completion: the upstream's, as it answers them for this caller."""
-        if FORWARDED_METHODS[method] not in await self._upstream_capabilities(context):
+        """Resources, prompts, completion and the log level: the upstream's, as it answers them for
+        this caller, when toolsearch offers them."""
+        if FORWARDED_METHODS[method] not in await self._capabilities(context, era):
             raise method_not_found(method, era)
+        capabilities = _caller_input(params).capabilities if era == "modern" else None
         try:
-            result = await self._upstream.forward(context.caller, method, params)
+            result = await self._upstream.forward(context.caller, method, params, capabilities)
         except UpstreamRpcError as exc:
             raise JsonRpcError(exc.code, exc.message, exc.data) from None
         except UpstreamError as exc:
             raise JsonRpcError(INTERNAL_ERROR, f"The upstream could not answer {method}: {exc}") from None
-        result = without_envelope(result)
+        result = forwarded_result(method, result, era)
         if era == "modern" and method in CACHED_RESULTS:
             result.setdefault("ttlMs", self._ttl_ms)
             result.setdefault("cacheScope", "private")
         return result
 
-    async def _capabilities(self, context: RequestContext) -> dict[str, Any]:
-        return offered_capabilities(await self._upstream_capabilities(context))
-
-    async def _upstream_capabilities(self, context: RequestContext) -> dict[str, Any]:
-        """The upstream's capabilities for this caller; an unreachable upstream offers nothing more."""
+    async def _capabilities(self, context: RequestContext, era: Era) -> dict[str, Any]:
+        """What toolsearch offers a caller of `era`; an unreachable upstream adds nothing to its tools."""
         try:
-            return await self._upstream.server_capabilities(context.caller)
+            upstream = await self._upstream.server_capabilities(context.caller)
+            upstream_era = await self._upstream.era(context.caller)
         except UpstreamError as exc:
             logger.warning("upstream capabilities unavailable: %s", type(exc).__name__)
-            return {}
+            return offered_capabilities({}, era, "legacy")
+        return offered_capabilities(upstream, era, upstream_era)
 
     async def _instructions(self, context: RequestContext) -> str:
         catalog = await self._catalog_or_none(context)

@@ -17,7 +17,7 @@ import httpx
 import orjson
 
 from toolsearch import __version__
-from toolsearch.caller import CallerHeaders, CallerInput, ProgressRelay
+from toolsearch.caller import CallerHeaders, CallerInput, CallRelay
 from toolsearch.errors import UpstreamError, UpstreamRpcError
 from toolsearch.exchange import Exchange, NotJsonRpc, SessionExpired, ToolsChanged, describe
 from toolsearch.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
@@ -31,6 +31,7 @@ from toolsearch.protocol import (
     modern_headers,
     modern_params,
     param_headers,
+    relayed_meta,
     speaks_only_modern,
 )
 from toolsearch.sessions import LegacySession, LegacySessions
@@ -150,19 +151,28 @@ class UpstreamClient:
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments)}
         if era == "modern" and caller_input is not None:
             params.update(caller_input.params())
-        relay = ProgressRelay.claim()
+        relay = CallRelay.claim()
         if relay is not None:
-            params["_meta"] = {"progressToken": relay.token}
+            meta = relayed_meta(relay.token, relay.log_level if caller_input is not None else None, era)
+            if meta:
+                params["_meta"] = meta
         extra = param_headers(input_schema, arguments) if era == "modern" and input_schema else {}
         capabilities = caller_input.capabilities if caller_input is not None else None
-        return await self._request(era, caller, "tools/call", params, extra, capabilities)
+        return await self._request(era, caller, "tools/call", params, extra, capabilities, relay)
 
-    async def forward(self, caller: CallerHeaders, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one request of the caller's (resources, prompts, completion) upstream as it came, with
-        the caller's credentials; the upstream's result, or its `UpstreamRpcError`."""
+    async def forward(
+        self,
+        caller: CallerHeaders,
+        method: str,
+        params: Mapping[str, Any],
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send one request of the caller's (resources, prompts, completion, log level) upstream as it
+        came, with the caller's credentials and, to a 2026-07-28 upstream, the capabilities it
+        declared; the upstream's result, or its `UpstreamRpcError`."""
         era = await self.era(caller)
         sent = {key: value for key, value in params.items() if key != "_meta"}
-        return await self._request(era, caller, method, sent)
+        return await self._request(era, caller, method, sent, capabilities=capabilities)
 
     async def server_capabilities(self, caller: CallerHeaders) -> dict[str, Any]:
         """What the upstream says it offers this caller (`initialize` or `server/discover`)."""
@@ -246,15 +256,17 @@ class UpstreamClient:
         params: dict[str, Any],
         extra_headers: Mapping[str, str] | None = None,
         capabilities: Mapping[str, Any] | None = None,
+        relay: CallRelay | None = None,
     ) -> dict[str, Any]:
         if era == "modern":
             headers = {**modern_headers(method, params), **(extra_headers or {})}
-            return await self._exchange.request(caller, method, modern_params(params, capabilities), headers)
+            sent = modern_params(params, capabilities)
+            return await self._exchange.request(caller, method, sent, headers, relay=relay)
         session = await self._legacy_session(caller)
         try:
-            return await self._exchange.request(caller, method, params, session.headers())
+            return await self._exchange.request(caller, method, params, session.headers(), relay=relay)
         except SessionExpired:
             # The upstream forgot the session (restart, idle expiry): start a new one, once.
             self._sessions.forget(caller.token_key)
             session = await self._legacy_session(caller)
-            return await self._exchange.request(caller, method, params, session.headers())
+            return await self._exchange.request(caller, method, params, session.headers(), relay=relay)

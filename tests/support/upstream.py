@@ -141,8 +141,9 @@ def modern_request(
         "params": {**(params or {}), "_meta": meta},
     }
     headers = {"mcp-protocol-version": LATEST_MODERN_VERSION, "mcp-method": method}
-    if method == "tools/call" and params is not None:
-        headers["mcp-name"] = str(params.get("name", ""))
+    name_key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
+    if name_key is not None and params is not None:
+        headers["mcp-name"] = str(params.get(name_key, ""))
     return message, headers
 
 

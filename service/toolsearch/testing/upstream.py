@@ -303,7 +303,7 @@ class DemoUpstream:
             return _bearer_challenge(401, challenge, "the access token is not accepted")
         version = headers.get(_MCP_PROTOCOL_VERSION)
         if self.legacy_only and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return _legacy_version_refusal(version, message)
+            return legacy_version_refusal(version, message)
         return None
 
 
@@ -410,7 +410,7 @@ def _bearer_challenge(status: int, challenge: str, description: str) -> Response
     )
 
 
-def _legacy_version_refusal(version: str, message: Any) -> Response:
+def legacy_version_refusal(version: str, message: Any) -> Response:
     request_id = message.get("id") if isinstance(message, dict) else None
     supported = ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
     error = {
