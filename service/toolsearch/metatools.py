@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import orjson
 
+from toolsearch.answer import search_answer
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
@@ -25,7 +26,7 @@ from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
 from toolsearch.protocol import INPUT_REQUIRED, without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
-from toolsearch.tool import Tool, tool_digest
+from toolsearch.tool import tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
 from toolsearch.upstream import UpstreamClient
 from toolsearch.validation import argument_problems
@@ -39,15 +40,6 @@ CALL_READ_BATCH: Final = "call_read_tools"
 CALL_WRITE: Final = "call_write_tool"
 
 MAX_QUERY_CHARS: Final = 1000
-_NO_GOOD_MATCH: Final = (
-    "No tool matches this request well; the closest are shown, marked weak. Use one only if its "
-    "description fits; otherwise tell the user that no available tool does this."
-)
-_NO_MATCH: Final = (
-    "No tool matches this request. Search again in other words; if nothing fits, tell the user that "
-    "no available tool does this."
-)
-_DESCRIPTION_CHARS: Final = 240
 _ERROR_CHARS: Final = 2000
 """The most of an upstream's error message passed on to the model."""
 
@@ -193,15 +185,6 @@ def _json_result(value: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}]}
 
 
-def _trimmed(text: str, limit: int = _DESCRIPTION_CHARS) -> str:
-    text = " ".join(clean_text(text[: 4 * limit]).split())  # only the start shows: upstream texts can be huge
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    sentence_end = cut.rfind(". ")
-    return cut[: sentence_end + 1] if sentence_end > limit // 2 else cut.rstrip() + "…"
-
-
 class MetaTools:
     """The meta-tools, and direct calls of upstream tools by their real names."""
 
@@ -213,6 +196,7 @@ class MetaTools:
         *,
         max_batch_calls: int = 10,
         search_schemas: int = 3,
+        answer_chars: int = 2000,
         telemetry: Telemetry | None = None,
         outcomes: SearchOutcomes | None = None,
     ) -> None:
@@ -222,6 +206,7 @@ class MetaTools:
         self._upstream = upstream
         self._policy = policy
         self._search_schemas = search_schemas
+        self._answer_chars = answer_chars
         self.definitions: list[dict[str, Any]] = _definitions(max_batch_calls)
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
         # Validators are cached by schema content; the batch tool's schema depends on the settings.
@@ -309,39 +294,27 @@ class MetaTools:
         if any(len(q) > MAX_QUERY_CHARS for q in queries):
             return error_result(f"Each query may have at most {MAX_QUERY_CHARS} characters; shorten it.")
         limit = int(arguments.get("limit", 8))  # JSON Schema's integers include 8.0
-        schemas = self._search_schemas if arguments.get("schemas", True) else 0
         catalog = await self._catalogs.get(caller)
-        shown: set[str] = set()
-        results = []
+        searches = []
         for query in queries:
-            tools = []
             with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
                 started = time.perf_counter()
                 # A model may embed the query: off the event loop, so other callers are not held up.
-                hits = await asyncio.to_thread(catalog.hits, query, limit)
+                # Twins are one entry: twice the hits leave room for the tools they stand beside.
+                hits = await asyncio.to_thread(catalog.hits, query, 2 * limit)
                 self._telemetry.search_duration.record(elapsed(started))
-            for rank, hit in enumerate(hits):
-                tool = catalog.tools[hit.position]
-                if tool.app_only:  # an MCP Apps UI's tool, not the model's
-                    continue
-                entry = self._summary(tool)
-                _flag(entry, catalog, tool.name)
-                if hit.weak:
-                    entry["weak"] = True
-                if rank < schemas and tool.name not in shown:
-                    _show(entry, "inputSchema", tool.input_schema)
-                shown.add(tool.name)
-                tools.append(entry)
-            result: dict[str, Any] = {"query": query, "tools": tools}
-            if not hits:
-                result["matched"] = False
-                result["note"] = _NO_MATCH
-            elif hits[0].weak:
-                result["matched"] = False
-                result["note"] = _NO_GOOD_MATCH
-            results.append(result)
-        await self._outcomes.searched(caller, results)
-        return _json_result({"total": len(catalog), "results": results})
+            searches.append((query, hits))
+        answer = search_answer(
+            searches,
+            catalog,
+            read_only=self._policy.is_read_only,
+            limit=limit,
+            leaders=self._search_schemas,
+            chars_per_query=self._answer_chars,
+            schemas=arguments.get("schemas", True),
+        )
+        await self._outcomes.searched(caller, answer["results"])
+        return _json_result(answer)
 
     async def _describe(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
         catalog = await self._catalogs.get(caller)
@@ -480,14 +453,6 @@ class MetaTools:
         similar = similar_names(name, catalog.names)
         hint = f" Similar names: {', '.join(similar)}." if similar else ""
         return f"There is no tool named {name!r}.{hint} Use search_tools to find the right tool."
-
-    def _summary(self, tool: Tool) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": tool.name}
-        if tool.title:
-            entry["title"] = _trimmed(tool.title)
-        entry["description"] = _trimmed(tool.description)
-        entry["readOnly"] = self._policy.is_read_only(tool)
-        return entry
 
 
 def _as_arguments(arguments: Any) -> Any:
