@@ -43,8 +43,9 @@ MAX_QUERY_CHARS: Final = 1000
 _ERROR_CHARS: Final = 2000
 """The most of an upstream's error message passed on to the model."""
 
-_MAX_SERVER_LIST_CHARS: Final = 1500
-"""Room for the catalog's servers in search_tools' description: tools/list stays under 1,500 tokens."""
+_MAX_SERVER_LIST_CHARS: Final = 2000
+"""Room for the catalog's servers in search_tools' description: tools/list stays under 1,500 tokens
+(6,000 characters) with the 150 servers of the recorded catalog all named."""
 _SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,39}")
 """A server name as shown to the model: names are upstream text, so anything else is left out."""
 
@@ -59,9 +60,12 @@ def _definitions(max_batch_calls: int) -> list[dict[str, Any]]:
             "title": "Search tools",
             "description": (
                 "Find tools for a task. The tools you can call are not listed directly: search first, "
-                "then call one by its exact name. Returns the best matches (name, description, readOnly) "
-                "and the input schemas of the top ones. Describe the task in any language; pass several "
-                "phrasings or sub-tasks in `queries` to search them at once."
+                "then call one by its exact name. Per query: the best tools, the top ones with readOnly "
+                "and a compacted input schema, the rest a name and a line (describe_tool gives full "
+                "definitions); a tool several servers serve is one entry, its other names (each "
+                "callable) in alsoAs. matched:false: no tool fits. `servers`: the servers your words "
+                "name; `unmentioned`: your words no tool mentions. Describe the task in any language; "
+                "pass several phrasings or sub-tasks in `queries` to search them at once."
             ),
             "inputSchema": {
                 "type": "object",
@@ -159,21 +163,21 @@ def _definitions(max_batch_calls: int) -> list[dict[str, Any]]:
 
 
 def servers_note(servers: Sequence[tuple[str, int]], limit: int = _MAX_SERVER_LIST_CHARS) -> str:
-    """What search_tools' description says of the catalog: its servers, most tools first, cut to
-    `limit` characters, so that the model can name the product in its queries."""
-    shown = [(name, count) for name, count in servers if _SERVER_NAME.fullmatch(name)]
+    """What search_tools' description says of the catalog: its servers' names, most tools first, cut
+    to `limit` characters, so that the model can tell whether a product is there and name it in its
+    queries (names without counts: 150 servers fit)."""
+    shown = [name for name, _ in servers if _SERVER_NAME.fullmatch(name)]
     if len(shown) < 2:  # one server or none: its name says nothing the tools do not
         return ""
-    head = " Tools come from these servers (tool count): "
+    head = " Tools come from these servers (most tools first): "
     parts: list[str] = []
     used = len(head)
-    for index, (name, count) in enumerate(shown):
-        part = f"{name} ({count})"
+    for index, name in enumerate(shown):
         rest = f", and {len(shown) - index} more."
-        if used + len(part) + 2 + len(rest) > limit:
+        if used + len(name) + 2 + len(rest) > limit:
             return head + ", ".join(parts) + rest
-        parts.append(part)
-        used += len(part) + 2
+        parts.append(name)
+        used += len(name) + 2
     return head + ", ".join(parts) + "."
 
 
@@ -196,7 +200,7 @@ class MetaTools:
         *,
         max_batch_calls: int = 10,
         search_schemas: int = 3,
-        answer_chars: int = 2000,
+        answer_chars: int = 1500,
         telemetry: Telemetry | None = None,
         outcomes: SearchOutcomes | None = None,
     ) -> None:
