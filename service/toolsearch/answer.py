@@ -165,7 +165,7 @@ def _query_result(
         result["unmentioned"] = unmentioned
     lines = [_line(tool, weak, also, catalog, shown) for tool, weak, also in found]
     # Room for the note of what was left out, should anything be: kept whether or not it is needed.
-    room = share - _size({**result, "tools": []}) - _size(_more(limit, leaders, share)) - len('"more":,')
+    room = share - _size({**result, "tools": []}) - _size(_more(limit, leaders)) - len('"more":,')
     kept = _fitting(lines[:SURE_RESULTS], room)
     entries = lines[:kept]
     room -= sum(_size(entry) + 1 for entry in entries)
@@ -187,7 +187,7 @@ def _query_result(
         entries += lines[kept : kept + more]
         kept += more
     if kept < len(lines) or schemas_left_out:
-        result["more"] = _more(len(lines) - kept, schemas_left_out, share)
+        result["more"] = _more(len(lines) - kept, schemas_left_out)
     result["tools"] = entries
     for tool, _, _ in found[:kept]:
         shown.setdefault(tool.name, _LINE)
@@ -265,10 +265,10 @@ def _fitting(entries: Sequence[Mapping[str, Any]], room: int) -> int:
     return len(entries)
 
 
-def _more(results: int, schemas: int, share: int) -> str:
+def _more(results: int, schemas: int) -> str:
     cut = [f"{results} more result{'s' * (results != 1)}"] if results else []
     cut += [f"{schemas} schema{'s' * (schemas != 1)}"] if schemas else []
-    return f"{' and '.join(cut)} left out (budget {share:,} chars); describe_tool gives full definitions."
+    return f"{' and '.join(cut)} left out to fit the answer's budget; describe_tool gives full definitions."
 
 
 def _size(value: Any) -> int:
@@ -280,6 +280,8 @@ def _size(value: Any) -> int:
 
 
 _WORD = re.compile(r"[^\W_]{3,}")
+_GENERIC: Final = frozenset({"mcp", "api", "server", "tools", "full", "official", "remote"})
+"""Parts of server names that name no product."""
 
 
 def _named_servers(query: str, catalog: Catalog) -> list[tuple[str, int]]:
@@ -291,7 +293,7 @@ def _named_servers(query: str, catalog: Catalog) -> list[tuple[str, int]]:
     return [
         (server, count)
         for server, count in catalog.servers
-        if server.lower() in words or words.intersection(re.split(r"[-.]", server.lower()))
+        if server.lower() in words or words.intersection(re.split(r"[-.]", server.lower())) - _GENERIC
     ]
 
 
