@@ -120,7 +120,7 @@ def test_what_the_budget_leaves_out_is_said_with_describe_tool_for_the_rest(reco
     assert len(result["tools"]) >= 1
 
 
-def test_leaders_get_description_read_only_and_schema_the_rest_a_name_and_a_line() -> None:
+def test_leaders_get_description_read_only_and_schema_the_rest_a_name_a_line_and_read_only() -> None:
     catalog = _catalog(DEFINITIONS)
     hits = _hits(catalog, "mail_list", "calendar_create_event", "postbox_send")
     tools = _answer(catalog, [("list mail", hits)], leaders=1)["results"][0]["tools"]
@@ -130,7 +130,11 @@ def test_leaders_get_description_read_only_and_schema_the_rest_a_name_and_a_line
         "readOnly": True,
         "inputSchema": {"type": "object", "properties": {"folder": {"type": "string"}}},
     }
-    assert tools[1] == {"name": "calendar_create_event", "description": "Create a calendar event."}
+    assert tools[1] == {
+        "name": "calendar_create_event",
+        "description": "Create a calendar event.",
+        "readOnly": False,
+    }
 
 
 def test_a_tool_under_several_queries_of_a_call_is_shown_in_full_once() -> None:

@@ -47,7 +47,7 @@ async def test_search_gives_schemas_to_the_leaders_only_and_the_rest_a_name_and_
         answer = await call_json(client, "search_tools", {"query": "calendar events", "limit": 8})
     tools = answer["results"][0]["tools"]
     assert "inputSchema" in tools[0]
-    assert all(set(tool) <= {"name", "description", "alsoAs"} for tool in tools[3:])
+    assert all(set(tool) <= {"name", "description", "readOnly", "alsoAs"} for tool in tools[3:])
 
 
 async def test_search_without_schemas_omits_them(proxy_url: str) -> None:

@@ -9,7 +9,8 @@ A pure function of hits already found, the caller's catalog and the budget (`sea
   description cut at a sentence or clause boundary (leading notices such as "IMPORTANT: ..." moved
   behind what the tool does), `readOnly`, and the input schema compacted (`compact_schema`); the
   leaders' schemas are compacted harder, then left out, when the budget is short. The rest get a
-  name and one line. A tool shown under an earlier query of the call is named again, not shown again.
+  name, one line and `readOnly`. A tool shown under an earlier query of the call is named again,
+  not shown again.
 - **Twins.** Tools that are the same but for their server (`twins`) are one entry under the
   group's leading name, the others in `alsoAs`, ranked once where the first of them ranked.
 - **No match.** When the search found nothing or doubts its best hit (`SearchHit.weak`), the query
@@ -163,7 +164,7 @@ def _query_result(
     unmentioned = catalog.unknown_words(query)[:MAP_ENTRIES]
     if unmentioned:
         result["unmentioned"] = unmentioned
-    lines = [_line(tool, weak, also, catalog, shown) for tool, weak, also in found]
+    lines = [_line(tool, weak, also, catalog, read_only, shown) for tool, weak, also in found]
     # Room for the note of what was left out, should anything be: kept whether or not it is needed.
     room = share - _size({**result, "tools": []}) - _size(_more(limit, leaders)) - len('"more":,')
     kept = _fitting(lines[:SURE_RESULTS], room)
@@ -215,11 +216,18 @@ def _distinct(
 
 
 def _line(
-    tool: Tool, weak: bool, also: tuple[str, ...], catalog: Catalog, shown: Mapping[str, str]
+    tool: Tool,
+    weak: bool,
+    also: tuple[str, ...],
+    catalog: Catalog,
+    read_only: Callable[[Tool], bool],
+    shown: Mapping[str, str],
 ) -> dict[str, Any]:
-    """A tool in a name and one line (the line only once per answer)."""
-    entry: dict[str, Any] = {"name": tool.name}
-    entry["description"] = _ABOVE if tool.name in shown else _described(tool, LINE_CHARS)
+    """A tool in a name, one line and whether it only reads (which call tool takes it); a tool
+    shown under an earlier query of the call is only named."""
+    if tool.name in shown:
+        return {"name": tool.name, "description": _ABOVE}
+    entry = {"name": tool.name, "description": _described(tool, LINE_CHARS), "readOnly": read_only(tool)}
     _marked(entry, weak, also, catalog)
     return entry
 
