@@ -48,7 +48,6 @@ NEAREST: Final = 3
 """How many tools a "no match" answer names."""
 SURE_RESULTS: Final = 5
 """Results named before the leaders get their schemas: the leaders' details come before the tail."""
-"""How many tools a "no match" answer names."""
 LEADER_CHARS: Final = 240
 """The most characters of a leader's description."""
 LINE_CHARS: Final = 90
