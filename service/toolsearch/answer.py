@@ -22,12 +22,15 @@ A pure function of hits already found, the caller's catalog and the budget (`sea
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import cachetools
 import orjson
 
 from toolsearch.catalog import Catalog
@@ -57,6 +60,8 @@ QUERY_CHARS: Final = 120
 MAP_ENTRIES: Final = 5
 """The most servers and unmentioned words named per query."""
 
+_LOCK: Final = threading.Lock()
+"""Guards the caches of descriptions and schemas as cut for answers (by tool digest)."""
 _ABOVE: Final = "(shown above)"
 _FULL: Final = "full"
 _LINE: Final = "line"
@@ -247,7 +252,7 @@ def _leader(
     entry["readOnly"] = read_only(tool)
     _marked(entry, weak, also, catalog)
     for cut in SCHEMA_CUTS if schemas else ():
-        with_schema = {**entry, "inputSchema": compact_schema(tool.input_schema, cut)}
+        with_schema = {**entry, "inputSchema": _compact_schema_of(tool, cut)}
         if _size(with_schema) <= room:
             return with_schema, True
     return (entry, False) if _size(entry) <= room else (None, False)
@@ -297,11 +302,14 @@ def _named_servers(query: str, catalog: Catalog) -> list[tuple[str, int]]:
     words = {word.lower() for word in _WORD.findall(query)}
     if not words:
         return []
-    return [
-        (server, count)
-        for server, count in catalog.servers
-        if server.lower() in words or words.intersection(re.split(r"[-.]", server.lower())) - _GENERIC
-    ]
+    return [(server, count) for server, count in catalog.servers if words.intersection(_name_parts(server))]
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_parts(server: str) -> frozenset[str]:
+    """The words a server name is known by: itself and its parts, but those that name no product."""
+    name = server.lower()
+    return frozenset({name, *re.split(r"[-.]", name)}) - _GENERIC
 
 
 def _with_servers_of(
@@ -327,6 +335,7 @@ _CLAUSE_END = re.compile(r"[,;)] | [-–—] | \(")
 _ABBREVIATIONS: Final = frozenset({"e.g", "i.e", "etc", "vs", "cf", "approx", "incl", "no"})
 
 
+@cachetools.cached(cachetools.LRUCache(16_384), key=lambda tool, limit: (tool.digest, limit), lock=_LOCK)
 def _described(tool: Tool, limit: int) -> str:
     """The tool's description as an agent picks by it: what it does first, at most `limit`
     characters; for a tool without one, that it has none and the names of its parameters."""
@@ -415,6 +424,13 @@ def _shortened(text: str, limit: int) -> str:
 
 
 # -- schemas -----------------------------------------------------------------------------------
+
+
+@cachetools.cached(cachetools.LRUCache(maxsize=2048), key=lambda tool, cut: (tool.digest, cut), lock=_LOCK)
+def _compact_schema_of(tool: Tool, cut: SchemaCut) -> dict[str, Any]:
+    """`compact_schema` of a tool's input schema, kept for the tools searched most (callers share
+    tools; answers only read it)."""
+    return compact_schema(tool.input_schema, cut)
 
 
 def compact_schema(schema: Mapping[str, Any], cut: SchemaCut) -> dict[str, Any]:
