@@ -28,7 +28,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import cachetools
 import orjson
@@ -65,6 +65,14 @@ _LOCK: Final = threading.Lock()
 _ABOVE: Final = "(shown above)"
 _FULL: Final = "full"
 _LINE: Final = "line"
+
+
+class _Found(NamedTuple):
+    """A distinct tool of a query's hits: a twin group's leading tool and the group's other names."""
+
+    tool: Tool
+    weak: bool
+    also: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,19 +164,19 @@ def _query_result(
 ) -> dict[str, Any]:
     found = _distinct(hits, catalog, limit)
     result: dict[str, Any] = {"query": _shortened(query, QUERY_CHARS)}
-    matched = bool(found) and not found[0][1]
+    matched = bool(found) and not found[0].weak
     if not matched:
         result["matched"] = False
         result["note"] = NO_GOOD_MATCH if found else NO_MATCH
         found = found[:NEAREST]
     named = _named_servers(query, catalog)
-    nearby = named if matched else _with_servers_of(named, [tool for tool, _, _ in found], catalog)
+    nearby = named if matched else _with_servers_of(named, [each.tool for each in found], catalog)
     if nearby:
         result["servers"] = dict(nearby[:MAP_ENTRIES])
     unmentioned = catalog.unknown_words(query)[:MAP_ENTRIES]
     if unmentioned:
         result["unmentioned"] = unmentioned
-    lines = [_line(tool, weak, also, catalog, read_only, shown) for tool, weak, also in found]
+    lines = [_line(each, catalog, read_only, shown) for each in found]
     # Room for the note of what was left out, should anything be: kept whether or not it is needed.
     room = share - _size({**result, "tools": []}) - _size(_more(limit, leaders)) - len('"more":,')
     kept = _fitting(lines[:SURE_RESULTS], room)
@@ -176,12 +184,11 @@ def _query_result(
     room -= sum(_size(entry) + 1 for entry in entries)
     schemas_left_out = 0
     for rank in range(min(leaders, kept) if matched else 0):
-        tool, weak, also = found[rank]
+        tool = found[rank].tool
         if shown.get(tool.name) == _FULL:
             continue
-        full, has_schema = _leader(
-            tool, weak, also, catalog, read_only, room + _size(entries[rank]), schemas=schemas
-        )
+        room_here = room + _size(entries[rank])
+        full, has_schema = _leader(found[rank], catalog, read_only, room_here, schemas=schemas)
         schemas_left_out += schemas and not has_schema
         if full is not None:
             room -= _size(full) - _size(entries[rank])
@@ -194,17 +201,15 @@ def _query_result(
     if kept < len(lines) or schemas_left_out:
         result["more"] = _more(len(lines) - kept, schemas_left_out)
     result["tools"] = entries
-    for tool, _, _ in found[:kept]:
-        shown.setdefault(tool.name, _LINE)
+    for each in found[:kept]:
+        shown.setdefault(each.tool.name, _LINE)
     return result
 
 
-def _distinct(
-    hits: Sequence[SearchHit], catalog: Catalog, limit: int
-) -> list[tuple[Tool, bool, tuple[str, ...]]]:
-    """The first `limit` distinct tools of `hits`: (tool, weak, its twins' other names), each twin
-    group once, under its leading name, where its first member ranked; MCP Apps' own tools left out."""
-    found: list[tuple[Tool, bool, tuple[str, ...]]] = []
+def _distinct(hits: Sequence[SearchHit], catalog: Catalog, limit: int) -> list[_Found]:
+    """The first `limit` distinct tools of `hits`, each twin group once, under its leading name,
+    where its first member ranked; MCP Apps' own tools left out."""
+    found: list[_Found] = []
     seen: set[str] = set()
     for hit in hits:
         tool = catalog.tools[hit.position]
@@ -213,44 +218,34 @@ def _distinct(
         group = [name for name in catalog.twins(tool.name) if not catalog.withheld(name)] or [tool.name]
         seen.update(group)
         lead = catalog.get(group[0]) or tool
-        found.append((lead, hit.weak, tuple(group[1:])))
+        found.append(_Found(lead, hit.weak, tuple(group[1:])))
         if len(found) == limit:
             break
     return found
 
 
 def _line(
-    tool: Tool,
-    weak: bool,
-    also: tuple[str, ...],
-    catalog: Catalog,
-    read_only: Callable[[Tool], bool],
-    shown: Mapping[str, str],
+    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool], shown: Mapping[str, str]
 ) -> dict[str, Any]:
     """A tool in a name, one line and whether it only reads (which call tool takes it); a tool
     shown under an earlier query of the call is only named."""
+    tool = found.tool
     if tool.name in shown:
         return {"name": tool.name, "description": _ABOVE}
     entry = {"name": tool.name, "description": _described(tool, LINE_CHARS), "readOnly": read_only(tool)}
-    _marked(entry, weak, also, catalog)
+    _marked(entry, found, catalog)
     return entry
 
 
 def _leader(
-    tool: Tool,
-    weak: bool,
-    also: tuple[str, ...],
-    catalog: Catalog,
-    read_only: Callable[[Tool], bool],
-    room: int,
-    *,
-    schemas: bool,
+    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool], room: int, *, schemas: bool
 ) -> tuple[dict[str, Any] | None, bool]:
     """A leader's entry within `room` characters: with the fullest compacted schema that fits, else
     without a schema; None when even that does not fit. The flag says whether a schema is in it."""
+    tool = found.tool
     entry: dict[str, Any] = {"name": tool.name, "description": _described(tool, LEADER_CHARS)}
     entry["readOnly"] = read_only(tool)
-    _marked(entry, weak, also, catalog)
+    _marked(entry, found, catalog)
     for cut in SCHEMA_CUTS if schemas else ():
         with_schema = {**entry, "inputSchema": _compact_schema_of(tool, cut)}
         if _size(with_schema) <= room:
@@ -258,13 +253,13 @@ def _leader(
     return (entry, False) if _size(entry) <= room else (None, False)
 
 
-def _marked(entry: dict[str, Any], weak: bool, also: tuple[str, ...], catalog: Catalog) -> None:
-    if also:
-        entry["alsoAs"] = list(also)
+def _marked(entry: dict[str, Any], found: _Found, catalog: Catalog) -> None:
+    if found.also:
+        entry["alsoAs"] = list(found.also)
     reasons = catalog.suspicious(entry["name"])
     if reasons:
         entry["suspicious"] = list(reasons)
-    if weak:
+    if found.weak:
         entry["weak"] = True
 
 
