@@ -41,6 +41,8 @@ BASELINE = "aeb1b66"
 schemas whole, twins apart)."""
 CALL_SIZES = (1, 3, 5)
 PEER_RESULTS = 5
+PEER_STARTUP = 900.0
+"""Seconds the peer may take to load the whole catalog (minutes on a busy machine)."""
 PEER_EVERY = 4
 """The peer answers every 4th dev query of a full run (about a second each over the whole catalog);
 a quick run, which asks every 4th, asks it all of them."""
@@ -149,7 +151,7 @@ def run(options: Options) -> Section:
                         client.post(*tools_call_request("search_tools", {"query": texts[0]}, TOKEN))
                     results[name] = _measure(server, texts)
             peer = peer_server(None, max_results=PEER_RESULTS)
-            with running(peer):
+            with running(peer, startup_timeout=PEER_STARTUP):
                 peer_texts = texts[:: options.pick(1, PEER_EVERY)]
                 peer_queries = len(peer_texts)
                 results[f"peer (fastmcp bm25, {PEER_RESULTS} definitions)"] = _measure_peer(peer, peer_texts)
