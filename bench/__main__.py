@@ -3,6 +3,7 @@
 Sections (each also runs alone, e.g. `python -m bench.tokens --quick`):
 
     tokens      tools/list and search answer sizes (chars / 4, and cl100k_base when available)
+    answers     characters of search_tools answers (1, 3 and 5 queries a call): now, at aeb1b66, the peer
     quality     recall@5, MRR@10 and search latency versus the peer; latency versus catalog size
     adversarial hostile tools (stuffing, instructions, look-alike names...) in the top 1 and 5, recall cost
     throughput  wrk against one and two toolsearch processes (nginx round robin) and the peer
@@ -34,8 +35,8 @@ from bench.options import Options, profile_label
 from bench.processes import SERVICE_DIR
 from bench.report import RESULTS_DIR, Section, machine, print_section, results_path, save
 
-SECTIONS = ("tokens", "quality", "adversarial", "throughput", "overhead", "coldstart", "profile")
-QUICK_SECTIONS = ("tokens", "quality", "adversarial", "throughput", "overhead", "coldstart")
+SECTIONS = ("tokens", "answers", "quality", "adversarial", "throughput", "overhead", "coldstart", "profile")
+QUICK_SECTIONS = ("tokens", "answers", "quality", "adversarial", "throughput", "overhead", "coldstart")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -36,10 +36,12 @@ from toolsearch.integrity import ToolGuard, suspicious_reasons
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
+from toolsearch.search.lexical import LexicalIndex
 from toolsearch.single_flight import SingleFlight
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
+from toolsearch.twins import twin_groups
 from toolsearch.untrusted import MAX_DEFINITION_DEPTH, MAX_NAME_CHARS, unservable
 from toolsearch.upstream import UpstreamClient
 
@@ -56,7 +58,16 @@ _MAX_WAIT_SECONDS: Final = 30.0
 class Toolset:
     """A distinct list of tools, shared by every caller who sees exactly these tools."""
 
-    __slots__ = ("__weakref__", "_servers", "digest", "flagged", "index", "positions", "tools")
+    __slots__ = (
+        "__weakref__",
+        "_servers",
+        "digest",
+        "flagged",
+        "index",
+        "positions",
+        "tools",
+        "twins",
+    )
 
     def __init__(self, tools: tuple[Tool, ...], digest: str, index: SearchIndex) -> None:
         self.tools = tools
@@ -65,6 +76,8 @@ class Toolset:
         self.positions = {tool.name: position for position, tool in enumerate(tools)}
         self.flagged = suspicious_reasons(tools)
         """Why each flagged tool looks hostile (`integrity.suspicious_reasons`), by name."""
+        self.twins = twin_groups(tools, self.flagged)
+        """Each twin's position -> its group's positions, the leading name first (`twins`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None
 
     @property
@@ -141,6 +154,18 @@ class Catalog:
         withheld = {self._toolset.positions[name] for name in self._withheld()}
         hits = self.index.search(query, limit + len(withheld))
         return [hit for hit in hits if hit.position not in withheld][:limit]
+
+    def twins(self, name: str) -> tuple[str, ...]:
+        """The names of tool `name`'s twin group, the leading one first; () when it has no twin."""
+        position = self._toolset.positions.get(name)
+        group = self._toolset.twins.get(position) if position is not None else None
+        return tuple(self._toolset.tools[p].name for p in group) if group else ()
+
+    def unknown_words(self, query: str) -> list[str]:
+        """The words of `query` that no tool's text has (`LexicalIndex.unknown_words`): a product the
+        catalog does not serve, another language's words, or a misspelling."""
+        lexical = getattr(self.index, "lexical", self.index)  # a hybrid index ranks over a lexical one
+        return lexical.unknown_words(query) if isinstance(lexical, LexicalIndex) else []
 
     def suspicious(self, name: str) -> tuple[str, ...]:
         """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""

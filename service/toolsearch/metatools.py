@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import orjson
 
+from toolsearch.answer import search_answer
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
@@ -26,7 +27,7 @@ from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
 from toolsearch.protocol import INPUT_REQUIRED, asked_input, without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
-from toolsearch.tool import Tool, tool_digest
+from toolsearch.tool import tool_digest
 from toolsearch.untrusted import abridged, clean_text, excerpt
 from toolsearch.upstream import UpstreamClient
 from toolsearch.validation import argument_problems
@@ -40,20 +41,12 @@ CALL_READ_BATCH: Final = "call_read_tools"
 CALL_WRITE: Final = "call_write_tool"
 
 MAX_QUERY_CHARS: Final = 1000
-_NO_GOOD_MATCH: Final = (
-    "No tool matches this request well; the closest are shown, marked weak. Use one only if its "
-    "description fits; otherwise tell the user that no available tool does this."
-)
-_NO_MATCH: Final = (
-    "No tool matches this request. Search again in other words; if nothing fits, tell the user that "
-    "no available tool does this."
-)
-_DESCRIPTION_CHARS: Final = 240
 _ERROR_CHARS: Final = 2000
 """The most of an upstream's error message passed on to the model."""
 
-_MAX_SERVER_LIST_CHARS: Final = 1500
-"""Room for the catalog's servers in search_tools' description: tools/list stays under 1,500 tokens."""
+_MAX_SERVER_LIST_CHARS: Final = 2000
+"""Room for the catalog's servers in search_tools' description: tools/list stays under 1,500 tokens
+(6,000 characters) with the 150 servers of the recorded catalog all named."""
 _SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,39}")
 """A server name as shown to the model: names are upstream text, so anything else is left out."""
 
@@ -68,9 +61,12 @@ def _definitions(max_batch_calls: int) -> list[dict[str, Any]]:
             "title": "Search tools",
             "description": (
                 "Find tools for a task. The tools you can call are not listed directly: search first, "
-                "then call one by its exact name. Returns the best matches (name, description, readOnly) "
-                "and the input schemas of the top ones. Describe the task in any language; pass several "
-                "phrasings or sub-tasks in `queries` to search them at once."
+                "then call one by its exact name. Per query: the best tools, the top ones with readOnly "
+                "and a compacted input schema, the rest a name and a line (describe_tool gives full "
+                "definitions); a tool several servers serve is one entry, its other names (each "
+                "callable) in alsoAs. matched:false: no tool fits. `servers`: the servers your words "
+                "name; `unmentioned`: your words no tool mentions. Describe the task in any language; "
+                "pass several phrasings or sub-tasks in `queries` to search them at once."
             ),
             "inputSchema": {
                 "type": "object",
@@ -168,21 +164,21 @@ def _definitions(max_batch_calls: int) -> list[dict[str, Any]]:
 
 
 def servers_note(servers: Sequence[tuple[str, int]], limit: int = _MAX_SERVER_LIST_CHARS) -> str:
-    """What search_tools' description says of the catalog: its servers, most tools first, cut to
-    `limit` characters, so that the model can name the product in its queries."""
-    shown = [(name, count) for name, count in servers if _SERVER_NAME.fullmatch(name)]
+    """What search_tools' description says of the catalog: its servers' names, most tools first, cut
+    to `limit` characters, so that the model can tell whether a product is there and name it in its
+    queries (names without counts: 150 servers fit)."""
+    shown = [name for name, _ in servers if _SERVER_NAME.fullmatch(name)]
     if len(shown) < 2:  # one server or none: its name says nothing the tools do not
         return ""
-    head = " Tools come from these servers (tool count): "
+    head = " Tools come from these servers (most tools first): "
     parts: list[str] = []
     used = len(head)
-    for index, (name, count) in enumerate(shown):
-        part = f"{name} ({count})"
+    for index, name in enumerate(shown):
         rest = f", and {len(shown) - index} more."
-        if used + len(part) + 2 + len(rest) > limit:
+        if used + len(name) + 2 + len(rest) > limit:
             return head + ", ".join(parts) + rest
-        parts.append(part)
-        used += len(part) + 2
+        parts.append(name)
+        used += len(name) + 2
     return head + ", ".join(parts) + "."
 
 
@@ -192,15 +188,6 @@ def error_result(message: str) -> dict[str, Any]:
 
 def _json_result(value: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": orjson.dumps(value).decode()}]}
-
-
-def _trimmed(text: str, limit: int = _DESCRIPTION_CHARS) -> str:
-    text = " ".join(clean_text(text[: 4 * limit]).split())  # only the start shows: upstream texts can be huge
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    sentence_end = cut.rfind(". ")
-    return cut[: sentence_end + 1] if sentence_end > limit // 2 else cut.rstrip() + "…"
 
 
 class MetaTools:
@@ -214,6 +201,7 @@ class MetaTools:
         *,
         max_batch_calls: int = 10,
         search_schemas: int = 3,
+        answer_chars: int = 1500,
         telemetry: Telemetry | None = None,
         outcomes: SearchOutcomes | None = None,
     ) -> None:
@@ -223,6 +211,7 @@ class MetaTools:
         self._upstream = upstream
         self._policy = policy
         self._search_schemas = search_schemas
+        self._answer_chars = answer_chars
         self.definitions: list[dict[str, Any]] = _definitions(max_batch_calls)
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
         # Validators are cached by schema content; the batch tool's schema depends on the settings.
@@ -310,39 +299,27 @@ class MetaTools:
         if any(len(q) > MAX_QUERY_CHARS for q in queries):
             return error_result(f"Each query may have at most {MAX_QUERY_CHARS} characters; shorten it.")
         limit = int(arguments.get("limit", 8))  # JSON Schema's integers include 8.0
-        schemas = self._search_schemas if arguments.get("schemas", True) else 0
         catalog = await self._catalogs.get(caller)
-        shown: set[str] = set()
-        results = []
+        searches = []
         for query in queries:
-            tools = []
             with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
                 started = time.perf_counter()
                 # A model may embed the query: off the event loop, so other callers are not held up.
-                hits = await asyncio.to_thread(catalog.hits, query, limit)
+                # Twins are one entry: twice the hits leave room for the tools they stand beside.
+                hits = await asyncio.to_thread(catalog.hits, query, 2 * limit)
                 self._telemetry.search_duration.record(elapsed(started))
-            for rank, hit in enumerate(hits):
-                tool = catalog.tools[hit.position]
-                if tool.app_only:  # an MCP Apps UI's tool, not the model's
-                    continue
-                entry = self._summary(tool)
-                _flag(entry, catalog, tool.name)
-                if hit.weak:
-                    entry["weak"] = True
-                if rank < schemas and tool.name not in shown:
-                    _show(entry, "inputSchema", tool.input_schema)
-                shown.add(tool.name)
-                tools.append(entry)
-            result: dict[str, Any] = {"query": query, "tools": tools}
-            if not hits:
-                result["matched"] = False
-                result["note"] = _NO_MATCH
-            elif hits[0].weak:
-                result["matched"] = False
-                result["note"] = _NO_GOOD_MATCH
-            results.append(result)
-        await self._outcomes.searched(caller, results)
-        return _json_result({"total": len(catalog), "results": results})
+            searches.append((query, hits))
+        answer = search_answer(
+            searches,
+            catalog,
+            read_only=self._policy.is_read_only,
+            limit=limit,
+            leaders=self._search_schemas,
+            chars_per_query=self._answer_chars,
+            schemas=arguments.get("schemas", True),
+        )
+        await self._outcomes.searched(caller, answer["results"])
+        return _json_result(answer)
 
     async def _describe(self, arguments: dict[str, Any], caller: CallerHeaders) -> dict[str, Any]:
         catalog = await self._catalogs.get(caller)
@@ -487,14 +464,6 @@ class MetaTools:
         similar = similar_names(name, catalog.names)
         hint = f" Similar names: {', '.join(similar)}." if similar else ""
         return f"There is no tool named {name!r}.{hint} Use search_tools to find the right tool."
-
-    def _summary(self, tool: Tool) -> dict[str, Any]:
-        entry: dict[str, Any] = {"name": tool.name}
-        if tool.title:
-            entry["title"] = _trimmed(tool.title)
-        entry["description"] = _trimmed(tool.description)
-        entry["readOnly"] = self._policy.is_read_only(tool)
-        return entry
 
 
 def _as_arguments(arguments: Any) -> Any:

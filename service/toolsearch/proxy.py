@@ -93,6 +93,7 @@ class Proxy:
             policy,
             max_batch_calls=settings.max_batch_calls,
             search_schemas=settings.search_schemas,
+            answer_chars=settings.search_answer_chars,
             telemetry=telemetry,
             outcomes=outcomes,
         )

@@ -97,7 +97,16 @@ class Settings(BaseSettings):
         3,
         ge=0,
         le=25,
-        description="How many of the best search results carry their input schema.",
+        description="How many of the best search results (the leaders) carry their input schema, compacted, "
+        "as the answer's budget allows.",
+    )
+    search_answer_chars: int = Field(
+        1500,
+        ge=800,
+        le=100_000,
+        description="Most characters of a search_tools answer per query (a call of n queries gets n times "
+        "as many): the leaders' schemas are compacted, then left out, then the last results, and the "
+        "answer says what was left out.",
     )
     max_instructions: int = Field(
         10_000,

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import running_proxy
+from toolsearch.answer import LEADER_CHARS
 from toolsearch.testing import recorded_tools, serve_app
 from toolsearch.untrusted import abridged, unservable
 
@@ -232,9 +233,9 @@ def test_huge_descriptions_with_control_characters_are_cleaned_and_bounded_in_se
         answer = call_json(proxy, "search_tools", {"query": "noisy_tool", "schemas": False})
     found = answer["results"][0]["tools"][0]
     assert found["name"] == "noisy_tool"
-    assert len(found["description"]) <= 241
-    assert len(found["title"]) <= 241
-    assert not CONTROL.search(found["description"] + found["title"])
+    assert len(found["description"]) <= LEADER_CHARS
+    assert "title" not in found  # answers leave titles to describe_tool
+    assert not CONTROL.search(found["description"])
 
 
 def test_describe_bounds_a_huge_description_and_says_so() -> None:
