@@ -28,7 +28,7 @@ from toolsearch.policy import ToolPolicy
 from toolsearch.protocol import INPUT_REQUIRED, asked_input, without_envelope
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import tool_digest
-from toolsearch.untrusted import abridged, clean_text, excerpt
+from toolsearch.untrusted import abridged, excerpt
 from toolsearch.upstream import UpstreamClient
 from toolsearch.validation import argument_problems
 
