@@ -16,8 +16,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    `Companion`, unless the query is in a language that model does not know). Normalised scores,
    not reciprocal rank fusion: they keep how far apart the candidates are (one tool far ahead on
    BM25 stays ahead) and carry the absolute evidence abstention needs.
-5. Abstention: when no tool is named and the best tool's passage cosine is below the model's
-   calibrated `AbstentionThreshold.cosine` and its lexical score below `.lexical`, every hit is weak.
+5. Abstention (without a trained `Abstainer`): when no tool is named and the best tool's passage
+   cosine is below the model's calibrated `AbstentionThreshold.cosine` and its lexical score below
+   `.lexical`, every hit is weak.
 6. Translation, for a query not in English: each of its words that no tool has
    (`LexicalIndex.unknown_words`; in Chinese and Japanese, whose words no space separates, the
    words `text.cjk_words` cuts from the query with the model's own tokenizer) is read in English
@@ -29,7 +30,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    evidence that the catalog serves the request.
 7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
    re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
-   (`LexicalIndex.name_matches`) ranks above all others either way.
+   (`LexicalIndex.name_matches`) ranks above all others either way. With an `Abstainer` trained
+   for the ranker (`search.abstention`), it decides abstention from the request's evidence and
+   ranking instead of step 5's thresholds; a request that names a tool is never abstained on.
 8. Long requests: a request of several sentences (background, the ask, thanks) is also ranked
    sentence by sentence, each tool adding its best sentence's score to the whole request's
    (`search.sentences`).
@@ -61,7 +64,8 @@ from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import Profile
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, SearchIndex, text
-from toolsearch.search.dictionaries import Dictionaries
+from toolsearch.search.abstention import Abstainer, Words, request_features
+from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import (
@@ -221,6 +225,8 @@ def embed_at_once(runs: Sequence[tuple[QueryVectors, Sequence[str]]], executor: 
 @dataclass(frozen=True, slots=True)
 class Evidence:
     signals: Signals
+    scores: np.ndarray
+    """Every tool's final score (`HybridIndex.scores`)."""
     weak: bool
     """The best tool is a poor match: search abstains."""
 
@@ -270,11 +276,14 @@ class HybridIndex:
         ranker: Ranker | None = None,
         dictionaries: Dictionaries | None = None,
         query_runs: Executor | None = QUERY_RUNS,
+        abstainer: Abstainer | None = None,
     ) -> None:
         """`dense` ranks by the first model's similarity alone (for measurement). `abstention` and
         `translation_cosine` default to the model's `CALIBRATIONS`. `ranker` re-ranks the fusion
         (`search.ranking`) when it was trained for these models and `dictionaries`; else the
-        fusion ranks. A request's model runs go to `query_runs` at once (`embed_at_once`)."""
+        fusion ranks. `abstainer` decides abstention when it was trained for the ranker that
+        ranks; else `abstention`'s thresholds do. A request's model runs go to `query_runs` at
+        once (`embed_at_once`)."""
         self.lexical = lexical
         self.semantic = semantic
         self.companions = tuple(companions)
@@ -286,6 +295,12 @@ class HybridIndex:
         self.dictionaries = dictionaries
         self._query_runs = query_runs
         self.ranker = ranker if ranker is not None and ranker.fits(fingerprints, dictionaries) else None
+        ranked_by = self.ranker.digest if self.ranker is not None else None
+        self.abstainer = (
+            abstainer
+            if abstainer is not None and abstainer.fits(fingerprints, digest_of(dictionaries), ranked_by)
+            else None
+        )
         parts = [split_qualified_name(name) for name in lexical.tool_names]
         self.groups = ServerGroups([server for server, _ in parts])
         self.one_word_names = one_word_names([bare for _, bare in parts])
@@ -340,11 +355,11 @@ class HybridIndex:
         parts = [self._asked(part) for part in sentences(asked.query)]
         self._embed_ahead(asked, parts)
         evidence = self._evidence(asked)
-        whole = self.scores(evidence.signals)
+        whole = evidence.scores
         if not parts:
             return Ranking(evidence, whole, whole, evidence.weak)
         by_sentence = [self._evidence(part) for part in parts]
-        scores = combined(whole, [self.scores(each.signals) for each in by_sentence])
+        scores = combined(whole, [each.scores for each in by_sentence])
         weak = evidence.weak and all(each.weak for each in by_sentence)
         return Ranking(evidence, whole, scores, weak)
 
@@ -367,8 +382,11 @@ class HybridIndex:
         language = text.language_of(request)
         # The catalog is English: a word of an English query that no tool has is a name or data
         # (`Lisbon`), not a word to translate.
-        read, unread = self._looked_up(request, language) if language != "en" else ([], [])
-        return _Asked(query, request, language, tuple(read), tuple(unread))
+        if language != "en":
+            read, unread, words = self._looked_up(request, language)
+            return _Asked(query, request, language, tuple(read), tuple(unread), words)
+        words = Words(len(self._words(request)), len(self.lexical.unknown_words(request)))
+        return _Asked(query, request, language, (), (), words)
 
     def _evidence(self, asked: _Asked) -> Evidence:
         query, request, language = asked.query, asked.request, asked.language
@@ -395,8 +413,8 @@ class HybridIndex:
             companions.append(similarity)
         fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
-        # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
-        weak = self._weak(fusion, query_vector, lexical, named=bool(len(named)))
+        # The thresholds were calibrated on this ranking: translations (below) are guesses, not evidence.
+        weak = self.abstainer is None and self._weak(fusion, query_vector, lexical, named=bool(len(named)))
         read, guessed = list(asked.read), self._guessed(asked.unread)
         for words, weight in ((read, DICTIONARY_WEIGHT), (guessed, TRANSLATION_WEIGHT)):
             if words:
@@ -414,7 +432,19 @@ class HybridIndex:
             vector=query_vector,
             adapted_dense=adapted_dense,
         )
-        return Evidence(signals, weak)
+        scores = self.scores(signals)
+        if self.abstainer is not None and not len(named):
+            weak = self.abstainer.abstains(self._features(asked, signals, scores))
+        return Evidence(signals, scores, weak)
+
+    def abstention_features(self, query: str, signals: Signals, scores: np.ndarray) -> np.ndarray:
+        """The abstention model's features (`search.abstention`) of `query`, whose `signals` the
+        `scores` rank (for training: by a ranker that did not see it)."""
+        return self._features(self._asked(query), signals, scores)
+
+    def _features(self, asked: _Asked, signals: Signals, scores: np.ndarray) -> np.ndarray:
+        top_cosine = self.semantic.passage_cosine(int(np.argmax(scores)), signals.vector)
+        return request_features(signals, scores, top_cosine, self.groups, asked.words)
 
     def adapted(self, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
         """`signals` with the first model's similarities to the request's vector moved by its adapter."""
@@ -426,7 +456,7 @@ class HybridIndex:
         then `text.cjk_words`): what the dictionary of `language` gives for each of the first
         `LOOKED_UP_WORDS`, and for the first `TRANSLATED_WORDS` of those it lacks, the nearest
         catalog word by the model, if near enough."""
-        read, unread = self._looked_up(query, language)
+        read, unread, _ = self._looked_up(query, language)
         return read + self._guessed(unread)
 
     def _guessed(self, unread: Sequence[str]) -> list[str]:
@@ -436,24 +466,34 @@ class HybridIndex:
         vectors = self._query_vectors.many(unread)
         return self.semantic.closest_words(vectors, self._translation_cosine)
 
-    def _looked_up(self, query: str, language: str) -> tuple[list[str], list[str]]:
+    def _words(self, query: str) -> list[str]:
+        """The distinct words of `query` that could name what it asks: content words of four
+        letters or more, and its CJK words."""
+        spelled = dict.fromkeys(word.lower() for word in text.spelled_words(query) if text.analyze(word))
+        return [*spelled, *text.cjk_words(query, self._query_vectors.embedder.pieces)]
+
+    def _looked_up(self, query: str, language: str) -> tuple[list[str], list[str], Words]:
         """The catalog words the dictionary of `language` gives for the words of `query` that no
-        tool has, and the first `TRANSLATED_WORDS` of those words it lacks, for the model to guess
-        (none where the model has no `translation_cosine`)."""
+        tool has, the first `TRANSLATED_WORDS` of those words it lacks, for the model to guess
+        (none where the model has no `translation_cosine`), and how many of the query's words
+        remain unknown."""
         cjk = text.cjk_words(query, self._query_vectors.embedder.pieces)
-        words = [*self.lexical.unknown_words(query), *filter(self.lexical.is_unknown, cjk)][:LOOKED_UP_WORDS]
+        unknown = [*self.lexical.unknown_words(query), *filter(self.lexical.is_unknown, cjk)][
+            :LOOKED_UP_WORDS
+        ]
         read: list[str] = []
         unread = []
-        for word in words:
+        for word in unknown:
             english = self.dictionaries.english(language, word) if self.dictionaries is not None else ()
             known = [each for each in english if not self.lexical.is_unknown(each)]
             if known:
                 read.extend(known)
             else:
                 unread.append(word)
+        words = Words(len(self._words(query)), len(unread))
         if self._translation_cosine is None:
-            return read, []
-        return read, unread[:TRANSLATED_WORDS]
+            return read, [], words
+        return read, unread[:TRANSLATED_WORDS], words
 
     def _embed_ahead(self, asked: _Asked, parts: Sequence[_Asked]) -> None:
         """Fill the query caches with every vector that ranking the request `asked` and its
@@ -494,6 +534,8 @@ class _Asked:
     """Catalog words the dictionary gave for its words that no tool has."""
     unread: tuple[str, ...]
     """Its words that no tool has and no dictionary knows, for the model to guess."""
+    words: Words
+    """How much of it the catalog's words cover (for abstention)."""
 
 
 def fused_scores(signals: Signals) -> np.ndarray:
@@ -521,10 +563,11 @@ def build_index(
     companions: Sequence[QueryVectors] = (),
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
+    abstainer: Abstainer | None = None,
 ) -> SearchIndex:
     """The index of `tools`: BM25F alone without an embedder (or in mode bm25), else hybrid or
-    dense, with the `companions`' models, the `ranker` (in hybrid mode) and the `dictionaries`
-    that translate queries; tool vectors come from `cache` where it has them."""
+    dense, with the `companions`' models, the `ranker` and its `abstainer` (in hybrid mode) and
+    the `dictionaries` that translate queries; tool vectors come from `cache` where it has them."""
     lexical = LexicalIndex.build(tools)
     if embedder is None or mode == "bm25":
         return lexical
@@ -537,13 +580,14 @@ def build_index(
         ranker if mode == "hybrid" else None,
         dictionaries,
         mode,
+        abstainer if mode == "hybrid" else None,
     )
 
 
 def profile_index(
     tools: Sequence[Tool], profile: Profile, *, mode: Mode = "hybrid", cache: VectorCache | None = None
 ) -> SearchIndex:
-    """`build_index` with a profile's models (the first, then companions), ranker and
+    """`build_index` with a profile's models (the first, then companions), ranker, abstainer and
     dictionaries; BM25F alone for a profile without models."""
     first, *companions = profile.models or (None,)
     return build_index(
@@ -554,6 +598,7 @@ def profile_index(
         companions=[QueryVectors(model) for model in companions],
         ranker=profile.ranker,
         dictionaries=profile.dictionaries,
+        abstainer=profile.abstainer,
     )
 
 
@@ -566,6 +611,7 @@ def _with_models(
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
     mode: Literal["dense", "hybrid"] = "hybrid",
+    abstainer: Abstainer | None = None,
 ) -> HybridIndex:
     semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
     joined = [
@@ -580,6 +626,7 @@ def _with_models(
         companions=joined,
         ranker=ranker,
         dictionaries=dictionaries,
+        abstainer=abstainer,
     )
 
 
@@ -592,6 +639,7 @@ def index_builder(
     embedding: EmbeddingWorker | None = None,
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
+    abstainer: Abstainer | None = None,
 ) -> Callable[[Sequence[Tool]], SearchIndex]:
     """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
     query-vector cache per model, shared by every catalog of the process.
@@ -620,6 +668,8 @@ def index_builder(
                 companion_queries,
                 ranker,
                 dictionaries,
+                "hybrid",
+                abstainer,
             ),
         )
         index.upgraded.wait(wait_seconds)

@@ -215,6 +215,15 @@ class Ranker:
     def features(self) -> tuple[str, ...]:
         return feature_names(len(self.models) - 1)
 
+    @property
+    def digest(self) -> str:
+        """What ranks: its weights as saved, its adapters, models and dictionaries (an abstention
+        model records it: it reads the scores)."""
+        digest = hashlib.sha256(json.dumps([rounded(self.weights), self.models, self.dictionaries]).encode())
+        for adapter in self.adapters:
+            digest.update(np.ascontiguousarray(adapter, dtype=np.float32).tobytes())
+        return digest.hexdigest()
+
     def fits(self, fingerprints: Sequence[str], dictionaries: Dictionaries | None = None) -> bool:
         """Whether it was trained for exactly these models, in this order, and these dictionaries
         (None: none)."""
@@ -246,13 +255,13 @@ class Ranker:
         document = {
             "format": FORMAT_VERSION,
             "features": list(self.features),
-            "weights": [round(float(w), 8) for w in self.weights],
+            "weights": rounded(self.weights),
             "models": list(self.models),
             "dictionaries": self.dictionaries,
             "adapters": files,
             "training": self.training,
         }
-        document["sha256"] = _document_digest(document)
+        document["sha256"] = document_digest(document)
         (directory / RANKER_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
@@ -265,7 +274,7 @@ class Ranker:
             raise ModelError(f"{path}: cannot read a ranker ({error})") from None
         if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
             raise ModelError(f"{path}: not a ranker of format {FORMAT_VERSION}")
-        if document.get("sha256") != _document_digest(document):
+        if document.get("sha256") != document_digest(document):
             raise ModelError(f"{path}: its contents do not match its sha256; train it again")
         if not _reads_its_features(document):
             raise ModelError(f"{path}: trained on other features than this version reads; train it again")
@@ -293,9 +302,15 @@ def _reads_its_features(document: dict[str, Any]) -> bool:
     return document.get("features") == features and len(weights) == len(features)
 
 
-def _document_digest(document: dict[str, Any]) -> str:
+def document_digest(document: dict[str, Any]) -> str:
+    """The digest a trained artifact's document records of itself (all but its `sha256`)."""
     body = {key: value for key, value in document.items() if key != "sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def rounded(values: np.ndarray) -> list[float]:
+    """Weights as a trained artifact's document keeps them."""
+    return [round(float(value), 8) for value in values]
 
 
 def one_word_names(bare_names: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,180 @@
+"""Abstention: whether any tool of the catalog serves a request, decided by a small learned model.
+
+Search always answers with its closest tools; when it judges that none serves the request it marks
+them all weak (`SearchHit.weak`), and `search_tools` says "no match". The judgement reads what the
+request's evidence looks like, not what the request says: a row of `FEATURES`, each chosen to mean
+the same whatever the request's language (relative scores, z-scores over the catalog, shares of
+words), so that a request and its translation get the same verdict:
+
+- how far the best tool stands out by each model (its z-score over the catalog) and by the learned
+  ranking (its score, its margin over the next tool and over the best tool of another server);
+- the cosine of the best tool's passage to the request (e5's cosines are multilingual);
+- how much of the request the catalog's words cover: the share of its words that no tool has and
+  no dictionary translates, and the best lexical score over the request's own (log scale).
+
+A logistic regression over them gives the probability that no tool serves the request; above
+`Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.training`) on
+the training requests, which a tool serves, and on requests no tool of the recorded catalog
+serves (`data/queries-unservable.jsonl`), with each training request's scores coming from a ranker
+that did not see its server; the threshold is the one that abstains wrongly on at most
+`WRONG_ABSTENTIONS` of the servable requests held out of training. A request that names a tool is
+never abstained on.
+
+An abstention model is data next to the ranker whose scores it reads: `abstention.json` (centre,
+scale and weights of the features, threshold, and the fingerprints of the models, dictionaries and
+ranker it was trained for, with its own digest). `Abstainer.load` refuses a file that does not
+match its digest; `Abstainer.fits` tells whether it was trained for the profile at hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolsearch.embedding.manifest import ModelError
+from toolsearch.search.ranking import ServerGroups, Signals, document_digest, rounded, standardised
+
+ABSTENTION_FILE = "abstention.json"
+FORMAT_VERSION = 1
+FEATURES = (
+    "top_cosine",
+    "dense_z",
+    "adapted_z",
+    "companion_z",
+    "top_score",
+    "margin",
+    "server_margin",
+    "lexical",
+    "unknown_share",
+)
+"""What the model reads of a request's evidence (`request_features`)."""
+WRONG_ABSTENTIONS = 0.02
+"""The share of held-out servable training requests the threshold may abstain on."""
+
+
+@dataclass(frozen=True, slots=True)
+class Words:
+    """How much of a request the catalog's words cover."""
+
+    words: int
+    """Its distinct words (CJK words as the model's tokenizer cuts them)."""
+    unknown: int
+    """Those that no tool has and no dictionary translates (names, data, or what the catalog lacks)."""
+
+
+def request_features(
+    signals: Signals, scores: np.ndarray, top_cosine: float, groups: ServerGroups, words: Words
+) -> np.ndarray:
+    """The row of `FEATURES` for one request: its `signals` over the catalog, the final `scores`
+    that rank it (the learned ranking's: candidates scored, the rest -inf), the cosine of the top
+    tool's passage to it, and how much of it the catalog's words cover."""
+    top = int(np.argmax(scores))
+    ranked = np.where(np.isfinite(scores), scores, -np.inf)
+    others = np.partition(ranked, len(ranked) - 2)[-2] if len(ranked) > 1 else ranked[top]
+    other_servers = np.where(groups.best(np.eye(1, len(scores), top).ravel()) > 0, -np.inf, ranked)
+    next_server = float(other_servers.max()) if np.isfinite(other_servers).any() else float(ranked[top])
+    adapted = signals.adapted_dense if signals.adapted_dense is not None else signals.dense
+    companion = max(
+        (float(standardised(each).max()) for each in signals.companions if each.any()), default=0.0
+    )
+    return np.array(
+        [
+            top_cosine,
+            float(standardised(signals.dense).max()),
+            float(standardised(adapted).max()),
+            companion,
+            float(ranked[top]),
+            float(ranked[top] - others),
+            float(ranked[top]) - next_server,
+            float(np.log1p(max(float(signals.lexical.max()), 0.0))),
+            words.unknown / max(words.words, 1),
+        ]
+    )
+
+
+def _sigmoid(values: np.ndarray) -> np.ndarray:
+    result: np.ndarray = 1.0 / (1.0 + np.exp(-values))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Abstainer:
+    """A trained abstention model for one profile (models, dictionaries, ranker)."""
+
+    centre: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    """Of the standardised features; positive where a feature says no tool serves the request."""
+    bias: float
+    threshold: float
+    """The probability that no tool serves a request above which search abstains."""
+    models: tuple[str, ...]
+    dictionaries: str | None
+    ranker: str
+    """The digest of the ranker whose scores it reads (`Ranker.digest`)."""
+    training: dict[str, Any]
+    """How it was trained: data digests, settings, held-out figures (recorded, not used)."""
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        """The probability that no tool serves each request, one row of `FEATURES` each."""
+        return _sigmoid(((rows - self.centre) / self.scale) @ self.weights + self.bias)
+
+    def abstains(self, row: np.ndarray) -> bool:
+        """Whether no tool serves the request whose features are `row`."""
+        return bool(self.probabilities(row[None, :])[0] > self.threshold)
+
+    def fits(self, fingerprints: Sequence[str], dictionaries: str | None, ranker: str | None) -> bool:
+        """Whether it was trained for these models (in order), dictionaries and ranker (digests)."""
+        return (
+            tuple(fingerprints) == self.models and dictionaries == self.dictionaries and ranker == self.ranker
+        )
+
+    def save(self, directory: Path) -> None:
+        """Write `abstention.json` into `directory` (created if missing)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        document: dict[str, Any] = {
+            "format": FORMAT_VERSION,
+            "features": list(FEATURES),
+            "centre": rounded(self.centre),
+            "scale": rounded(self.scale),
+            "weights": rounded(self.weights),
+            "bias": round(float(self.bias), 8),
+            "threshold": round(float(self.threshold), 8),
+            "models": list(self.models),
+            "dictionaries": self.dictionaries,
+            "ranker": self.ranker,
+            "training": self.training,
+        }
+        document["sha256"] = document_digest(document)
+        (directory / ABSTENTION_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> Abstainer:
+        """Read an abstention directory, checking its digest and that it reads this version's features."""
+        path = directory / ABSTENTION_FILE
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ModelError(f"{path}: cannot read an abstention model ({error})") from None
+        if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
+            raise ModelError(f"{path}: not an abstention model of format {FORMAT_VERSION}")
+        if document.get("sha256") != document_digest(document):
+            raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+        if document.get("features") != list(FEATURES):
+            raise ModelError(f"{path}: trained on other features than this version reads; train it again")
+        return cls(
+            np.asarray(document["centre"], dtype=np.float64),
+            np.asarray(document["scale"], dtype=np.float64),
+            np.asarray(document["weights"], dtype=np.float64),
+            float(document["bias"]),
+            float(document["threshold"]),
+            tuple(document["models"]),
+            document.get("dictionaries"),
+            str(document["ranker"]),
+            document.get("training", {}),
+        )
