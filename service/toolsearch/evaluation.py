@@ -42,6 +42,8 @@ class Query:
     family: str = ""
     """Of an unservable request: why no tool serves it (`absent`, `near-miss`, `physical`,
     `word-overlap`)."""
+    pair: str = ""
+    """Requests with the same `pair` say the same in different languages (translations)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ def load_queries(path: str | Path) -> list[Query]:
                     gold=frozenset(map(str, gold)),
                     kind=str(row.get("kind", "")),
                     family=str(row.get("family", "")),
+                    pair=str(row.get("pair", "")),
                 )
             )
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -143,6 +146,7 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
                 family: _abstention([], [o for o in unservable if o.query.family == family])
                 for family in sorted({o.query.family for o in unservable if o.query.family})
             },
+            **_agreement(outcomes),
         },
         "latency_ms": {"p50": float(p50), "p99": float(p99)},
     }
@@ -157,6 +161,20 @@ def _abstention(servable: Sequence[Outcome], unservable: Sequence[Outcome]) -> d
     }
 
 
+def _agreement(outcomes: Sequence[Outcome]) -> dict[str, float | int]:
+    """Of the requests given with their translations (`Query.pair`), how many groups got one verdict."""
+    verdicts: dict[str, set[bool]] = {}
+    for outcome in outcomes:
+        if outcome.query.pair:
+            verdicts.setdefault(outcome.query.pair, set()).add(outcome.abstained)
+    if not verdicts:
+        return {}
+    return {
+        "translated_requests": len(verdicts),
+        "same_verdict": _share(len(each) == 1 for each in verdicts.values()),
+    }
+
+
 def outcome_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     """Each query's outcome, for error analysis: `id`, the 0-based `rank` of its first gold tool (None
     when not in the top `DEPTH`), the `top` names and whether search `abstained`."""
@@ -168,6 +186,14 @@ def outcome_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
 def format_abstention(abstention: dict[str, Any]) -> list[str]:
     """A report's abstention: overall, then per language and per family of unservable requests."""
     groups = [*abstention.get("by_lang", {}).items(), *abstention.get("by_family", {}).items()]
+    agreement = (
+        [
+            f"  a request and its translation: the same verdict for {abstention['same_verdict']:.0%} of "
+            f"{abstention['translated_requests']}"
+        ]
+        if "same_verdict" in abstention
+        else []
+    )
     return [
         f"abstained on {abstention['abstained_on_unservable']:.0%} of {abstention['unservable_queries']} "
         f"unservable queries, wrongly on {abstention['wrongly_abstained_on_servable']:.1%} of "
@@ -182,6 +208,7 @@ def format_abstention(abstention: dict[str, Any]) -> list[str]:
             )
             for label, row in groups
         ),
+        *agreement,
     ]
 
 

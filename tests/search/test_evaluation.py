@@ -107,6 +107,17 @@ def test_abstention_is_reported_by_language(report: dict) -> None:
     assert by_lang["de"]["abstained_on_unservable"] == 0.0
 
 
+def test_a_request_and_its_translation_agree_when_both_get_the_same_verdict() -> None:
+    queries = [
+        Query("5", "unservable-weak", "en", frozenset(), "unservable", pair="5"),
+        Query("5-de", "unservable-sure", "de", frozenset(), "unservable", pair="5"),
+        Query("1", "first", "en", frozenset({"a"}), "named", pair="1"),
+        Query("1-lt", "third", "lt", frozenset({"a"}), "named", pair="1"),
+    ]
+    abstention = summarize(run_queries(_search, NAMES, queries))["abstention"]
+    assert (abstention["translated_requests"], abstention["same_verdict"]) == (2, 0.5)
+
+
 def test_abstention_on_unservable_requests_is_reported_by_their_family() -> None:
     queries = [
         Query("5", "unservable-weak", "en", frozenset(), "unservable", "physical"),
