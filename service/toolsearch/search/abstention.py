@@ -28,7 +28,6 @@ match its digest; `Abstainer.fits` tells whether it was trained for the profile 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,14 @@ from typing import Any
 import numpy as np
 
 from toolsearch.embedding.manifest import ModelError
-from toolsearch.search.ranking import ServerGroups, Signals, document_digest, rounded, standardised
+from toolsearch.search.ranking import (
+    ServerGroups,
+    Signals,
+    read_document,
+    rounded,
+    standardised,
+    write_document,
+)
 
 ABSTENTION_FILE = "abstention.json"
 FORMAT_VERSION = 1
@@ -150,21 +156,13 @@ class Abstainer:
             "ranker": self.ranker,
             "training": self.training,
         }
-        document["sha256"] = document_digest(document)
-        (directory / ABSTENTION_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_document(directory / ABSTENTION_FILE, document)
 
     @classmethod
     def load(cls, directory: Path) -> Abstainer:
         """Read an abstention directory, checking its digest and that it reads this version's features."""
         path = directory / ABSTENTION_FILE
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ModelError(f"{path}: cannot read an abstention model ({error})") from None
-        if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
-            raise ModelError(f"{path}: not an abstention model of format {FORMAT_VERSION}")
-        if document.get("sha256") != document_digest(document):
-            raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+        document = read_document(path, "an abstention model", FORMAT_VERSION)
         if document.get("features") != list(FEATURES):
             raise ModelError(f"{path}: trained on other features than this version reads; train it again")
         return cls(

@@ -261,21 +261,13 @@ class Ranker:
             "adapters": files,
             "training": self.training,
         }
-        document["sha256"] = document_digest(document)
-        (directory / RANKER_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_document(directory / RANKER_FILE, document)
 
     @classmethod
     def load(cls, directory: Path) -> Ranker:
         """Read a ranker directory, checking the digests of its document and of every adapter file."""
         path = directory / RANKER_FILE
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ModelError(f"{path}: cannot read a ranker ({error})") from None
-        if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
-            raise ModelError(f"{path}: not a ranker of format {FORMAT_VERSION}")
-        if document.get("sha256") != document_digest(document):
-            raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+        document = read_document(path, "a ranker", FORMAT_VERSION)
         if not _reads_its_features(document):
             raise ModelError(f"{path}: trained on other features than this version reads; train it again")
         adapters = []
@@ -302,10 +294,28 @@ def _reads_its_features(document: dict[str, Any]) -> bool:
     return document.get("features") == features and len(weights) == len(features)
 
 
-def document_digest(document: dict[str, Any]) -> str:
-    """The digest a trained artifact's document records of itself (all but its `sha256`)."""
+def _document_digest(document: dict[str, Any]) -> str:
     body = {key: value for key, value in document.items() if key != "sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def write_document(path: Path, document: dict[str, Any]) -> None:
+    """Write a trained artifact's JSON document with the digest of its contents (`sha256`)."""
+    document["sha256"] = _document_digest(document)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def read_document(path: Path, what: str, version: int) -> dict[str, Any]:
+    """A trained artifact's JSON document, refused unless it is of `version` and matches its digest."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ModelError(f"{path}: cannot read {what} ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != version:
+        raise ModelError(f"{path}: not {what} of format {version}")
+    if document.get("sha256") != _document_digest(document):
+        raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+    return document
 
 
 def rounded(values: np.ndarray) -> list[float]:
