@@ -129,3 +129,19 @@ def test_an_abstainer_applies_only_to_the_profile_it_was_trained_for() -> None:
     assert not abstainer.fits(["first", "second"], None, "another ranker")
     assert not abstainer.fits(["second", "first"], None, "ranker-digest")
     assert not abstainer.fits(["first", "second"], "some dictionaries", "ranker-digest")
+
+
+def test_a_companion_sitting_out_the_language_reads_as_the_first_model() -> None:
+    dense = np.linspace(0.0, 1.0, TOOLS)
+    sitting_out = Signals(
+        fusion=dense,
+        lexical=dense,
+        server_lexical=np.zeros(TOOLS),
+        dense=dense,
+        companions=(np.zeros(TOOLS),),
+        named=np.array([], np.int64),
+        english=False,
+        vector=np.zeros(4),
+    )
+    row = request_features(sitting_out, dense, 0.9, GROUPS, Words(3, 0))
+    assert row[FEATURES.index("companion_z")] == row[FEATURES.index("dense_z")]

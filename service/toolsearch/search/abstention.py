@@ -6,8 +6,9 @@ request's evidence looks like, not what the request says: a row of `FEATURES`, e
 the same whatever the request's language (relative scores, z-scores over the catalog, shares of
 words), so that a request and its translation get the same verdict:
 
-- how far the best tool stands out by each model (its z-score over the catalog) and by the learned
-  ranking (its score, its margin over the next tool and over the best tool of another server);
+- how far the best tool stands out by each model (its z-score over the catalog; a companion model
+  that sits out the request's language counts as the first model) and by the learned ranking (its
+  score, its margin over the next tool and over the best tool of another server);
 - the cosine of the best tool's passage to the request (e5's cosines are multilingual);
 - how much of the request the catalog's words cover: the share of its words that no tool has and
   no dictionary translates, and the best lexical score over the request's own (log scale).
@@ -80,23 +81,28 @@ def request_features(
     that rank it (the learned ranking's: candidates scored, the rest -inf), the cosine of the top
     tool's passage to it, and how much of it the catalog's words cover."""
     top = int(np.argmax(scores))
-    ranked = np.where(np.isfinite(scores), scores, -np.inf)
-    others = np.partition(ranked, len(ranked) - 2)[-2] if len(ranked) > 1 else ranked[top]
-    other_servers = np.where(groups.best(np.eye(1, len(scores), top).ravel()) > 0, -np.inf, ranked)
-    next_server = float(other_servers.max()) if np.isfinite(other_servers).any() else float(ranked[top])
+    best = float(scores[top])
+    # Tools a ranking leaves out (-inf) are no competitors: with none left, the margins are nil.
+    others = np.where(np.arange(len(scores)) == top, -np.inf, scores)
+    other_servers = np.where(groups.best(np.eye(1, len(scores), top).ravel()) > 0, -np.inf, scores)
+    runner_up = float(others.max()) if np.isfinite(others).any() else best
+    other_server = float(other_servers.max()) if np.isfinite(other_servers).any() else best
     adapted = signals.adapted_dense if signals.adapted_dense is not None else signals.dense
+    dense = float(standardised(signals.dense).max())
+    # A companion that sits out the request's language reads as the first model does: its absence
+    # says nothing of the request, and a translation would otherwise change the verdict.
     companion = max(
-        (float(standardised(each).max()) for each in signals.companions if each.any()), default=0.0
+        (float(standardised(each).max()) for each in signals.companions if each.any()), default=dense
     )
     return np.array(
         [
             top_cosine,
-            float(standardised(signals.dense).max()),
+            dense,
             float(standardised(adapted).max()),
             companion,
-            float(ranked[top]),
-            float(ranked[top] - others),
-            float(ranked[top]) - next_server,
+            best,
+            best - runner_up,
+            best - other_server,
             float(np.log1p(max(float(signals.lexical.max()), 0.0))),
             words.unknown / max(words.words, 1),
         ]
