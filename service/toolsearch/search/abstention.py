@@ -11,7 +11,9 @@ words), so that a request and its translation get the same verdict:
   score, its margin over the next tool and over the best tool of another server);
 - the cosine of the best tool's passage to the request (e5's cosines are multilingual);
 - how much of the request the catalog's words cover: the share of its words that no tool has and
-  no dictionary translates, and the best lexical score over the request's own (log scale).
+  no dictionary translates, and the best lexical score (log scale);
+- the same evidence before the request's words were translated (the fusion's best tool's passage
+  cosine, the best lexical score): what the calibrated thresholds of `search.hybrid` judge.
 
 A logistic regression over them gives the probability that no tool serves the request; above
 `Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.training`) on
@@ -58,6 +60,8 @@ FEATURES = (
     "server_margin",
     "lexical",
     "unknown_share",
+    "untranslated_cosine",
+    "untranslated_lexical",
 )
 """What the model reads of a request's evidence (`request_features`)."""
 WRONG_ABSTENTIONS = 0.02
@@ -105,6 +109,8 @@ def request_features(
             best - other_server,
             float(np.log1p(max(float(signals.lexical.max()), 0.0))),
             words.unknown / max(words.words, 1),
+            signals.untranslated[0],
+            float(np.log1p(max(signals.untranslated[1], 0.0))),
         ]
     )
 

@@ -319,8 +319,8 @@ class HybridIndex:
         if self.mode == "dense":
             query_vector = self._query_vectors(intent(query[:_MAX_QUERY_CHARS]))
             dense = self.semantic.similarities(query_vector)
-            weak = self._weak(dense, query_vector, np.zeros_like(dense), named=False)
-            return _best(dense, limit, weak=weak)
+            untranslated = (self.semantic.passage_cosine(int(np.argmax(dense)), query_vector), 0.0)
+            return _best(dense, limit, weak=self._weak(untranslated, named=False))
         ranking = self.ranking(query)
         return _best(ranking.scores, limit, weak=ranking.weak)
 
@@ -413,8 +413,12 @@ class HybridIndex:
             companions.append(similarity)
         fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
-        # The thresholds were calibrated on this ranking: translations (below) are guesses, not evidence.
-        weak = self.abstainer is None and self._weak(fusion, query_vector, lexical, named=bool(len(named)))
+        # Abstention judges this ranking: translations (below) are guesses, not evidence.
+        untranslated = (
+            self.semantic.passage_cosine(int(np.argmax(fusion)), query_vector),
+            float(lexical.max()),
+        )
+        weak = self.abstainer is None and self._weak(untranslated, named=bool(len(named)))
         read, guessed = list(asked.read), self._guessed(asked.unread)
         for words, weight in ((read, DICTIONARY_WEIGHT), (guessed, TRANSLATION_WEIGHT)):
             if words:
@@ -431,6 +435,7 @@ class HybridIndex:
             english=language == "en",
             vector=query_vector,
             adapted_dense=adapted_dense,
+            untranslated=untranslated,
         )
         scores = self.scores(signals)
         if self.abstainer is not None and not len(named):
@@ -512,13 +517,13 @@ class HybridIndex:
             runs.append((self._query_vectors, words))
         embed_at_once(runs, self._query_runs)
 
-    def _weak(self, scores: np.ndarray, vector: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
-        """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it
-        (its passage's cosine to the query and the best lexical score)."""
+    def _weak(self, untranslated: tuple[float, float], *, named: bool) -> bool:
+        """Whether the best tool is a poor match by the calibrated thresholds: nothing named, and
+        both rankers doubtful of it (its passage's cosine to the query and the best lexical score)."""
         if self._abstention is None or named:
             return False
-        cosine = self.semantic.passage_cosine(int(np.argmax(scores)), vector)
-        return cosine < self._abstention.cosine and float(lexical.max()) < self._abstention.lexical
+        cosine, lexical = untranslated
+        return cosine < self._abstention.cosine and lexical < self._abstention.lexical
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,6 +87,9 @@ class Signals:
 
     adapted_dense: np.ndarray | None = None
     """The first model's similarity to the request's adapted vector (with a ranker only)."""
+    untranslated: tuple[float, float] = (0.0, 0.0)
+    """Before the request's words were translated: the best fused tool's passage cosine to the
+    request, and the best lexical score (what abstention judges: translations are guesses)."""
 
 
 class ServerGroups:
