@@ -431,11 +431,6 @@ def unservable_queries_path() -> Path:
     return Path(str(importlib.resources.files("toolsearch") / "data" / "queries-unservable.jsonl"))
 
 
-def shipped_abstention_path() -> Path:
-    """The abstention model trained for the shipped ranker."""
-    return Path(str(importlib.resources.files("toolsearch") / "data" / "abstention"))
-
-
 def shipped_ranker_path() -> Path:
     """The ranker trained for the profile `toolsearch model install` writes."""
     return Path(str(importlib.resources.files("toolsearch") / "data" / "ranker"))
@@ -455,42 +450,42 @@ def catalog_index(
     return index
 
 
-@dataclass(frozen=True, slots=True)
-class Trained:
-    """What `train_profile` made, and what it measured on the way."""
-
-    ranker: Ranker
-    abstainer: Abstainer
-    index: HybridIndex
-    queries: list[Query]
-    fitted: CrossFitted
-    abstention: AbstentionData
-    held_out: np.ndarray
-    """Each abstention request's probability of being unservable, by a model fitted without its fold."""
-
-
-def train_profile(
+def train_profile_ranker(
     models: Sequence[Embedder],
+    queries_path: Path,
+    catalog: Path | None = None,
+    cache: VectorCache | None = None,
+    dictionaries: Dictionaries | None = None,
+) -> tuple[Ranker, HybridIndex, list[Query]]:
+    """A ranker for `models` and `dictionaries` trained on the requests of `queries_path` over the
+    catalog file."""
+    index = catalog_index(models, catalog, cache, dictionaries)
+    queries = load_queries(queries_path)
+    fingerprints = [model.fingerprint for model in models]
+    training = _data_digests(queries_path, catalog)
+    return train_ranker(index, queries, fingerprints=fingerprints, training=training), index, queries
+
+
+def train_profile_abstainer(
+    models: Sequence[Embedder],
+    ranker: Ranker,
     queries_path: Path,
     unservable_path: Path,
     catalog: Path | None = None,
     cache: VectorCache | None = None,
     dictionaries: Dictionaries | None = None,
-    ranker: Ranker | None = None,
-) -> Trained:
-    """A ranker for `models` and `dictionaries` trained on the requests of `queries_path` over the
-    catalog file (or the `ranker` given, kept as it is), and the abstention model for it, trained
-    on those requests and the unservable ones of `unservable_path`."""
+) -> tuple[Abstainer, AbstentionData, np.ndarray]:
+    """The abstention model for a profile's `ranker`, trained on the requests of `queries_path` (a
+    tool serves each) and of `unservable_path` (none does) over the catalog file, with its data and
+    held-out probabilities (`train_abstainer`)."""
     index = catalog_index(models, catalog, cache, dictionaries)
-    queries = load_queries(queries_path)
-    catalog_sha256 = sha256_file(catalog or recorded_catalog_path())
-    training = {"queries_sha256": sha256_file(queries_path), "catalog_sha256": catalog_sha256}
-    fitted = cross_fitted(index, queries)
-    if ranker is None:
-        fingerprints = [model.fingerprint for model in models]
-        ranker = train_ranker(index, queries, fingerprints=fingerprints, training=training, fitted=fitted)
-    training["unservable_sha256"] = sha256_file(unservable_path)
-    abstainer, data, held_out = train_abstainer(
-        index, ranker, fitted, load_queries(unservable_path), training=training
-    )
-    return Trained(ranker, abstainer, index, queries, fitted, data, held_out)
+    fitted = cross_fitted(index, load_queries(queries_path))
+    training = {**_data_digests(queries_path, catalog), "unservable_sha256": sha256_file(unservable_path)}
+    return train_abstainer(index, ranker, fitted, load_queries(unservable_path), training=training)
+
+
+def _data_digests(queries_path: Path, catalog: Path | None) -> dict[str, Any]:
+    return {
+        "queries_sha256": sha256_file(queries_path),
+        "catalog_sha256": sha256_file(catalog or recorded_catalog_path()),
+    }

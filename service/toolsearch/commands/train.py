@@ -1,5 +1,5 @@
-"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker) and its
-abstention model, and write them."""
+"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker), or an
+abstention model for its ranker, and write it."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     """Register `train` on the CLI's subparsers."""
     train = subparsers.add_parser(
         "train",
-        help="train a profile's learned ranking (query adapter and re-ranker) and abstention model",
+        help="train a profile's learned ranking (query adapter and re-ranker), or its abstention model",
         description="Fit the query adapter and the re-ranker of a profile's models on training requests "
-        "over a catalog file, then the abstention model for that ranker on those requests and on "
-        "requests no tool serves, and write the ranker and abstention directories. Deterministic: "
-        "folds are whole servers.",
+        "over a catalog file and write the ranker directory; with --abstention, fit an abstention model "
+        "for the profile's ranker on those requests and on requests no tool serves instead, and write "
+        "it. Deterministic: folds are whole servers.",
     )
     train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
     train.add_argument(
@@ -29,7 +29,7 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "--unservable",
         type=Path,
         default=None,
-        help="requests no tool of the catalog serves, for the abstention model (default: the shipped ones)",
+        help="requests no tool of the catalog serves, for --abstention (default: the shipped ones)",
     )
     train.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the recorded one)")
     train.add_argument(
@@ -39,12 +39,14 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "--abstention-out",
         type=Path,
         default=None,
-        help="abstention directory to write (default: the profile's own, `abstention` beside its ranker)",
+        help="with --abstention: directory to write (default: the profile's own, else `abstention` "
+        "beside its ranker, named in the profile)",
     )
     train.add_argument(
-        "--abstention-only",
+        "--abstention",
         action="store_true",
-        help="keep the profile's ranker as it is and train the abstention model for it",
+        help="instead: keep the profile's ranker and train an abstention model for it (a profile that "
+        "names one abstains by it, not by the calibrated thresholds)",
     )
     train.add_argument(
         "--cross-validate",
@@ -57,57 +59,75 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 def _train(args: argparse.Namespace) -> int:
     from toolsearch.embedding import load_model
-    from toolsearch.embedding.profile import PROFILE_FILE, load_dictionaries, profile_paths
+    from toolsearch.embedding.profile import load_dictionaries, profile_paths
     from toolsearch.evaluation import format_report, summarize
+    from toolsearch.training import cross_validate, train_profile_ranker, training_queries_path
+
+    if args.abstention:
+        return _train_abstention(args)
+    try:
+        paths = profile_paths(args.model_dir)
+        out = args.out or paths.ranker
+        if out is None:
+            raise ModelError("--out is needed: the model directories named are not a profile")
+        models = [load_model(path, threads=args.threads) for path in paths.models]
+        dictionaries = load_dictionaries(paths)
+        ranker, index, queries = train_profile_ranker(
+            models, args.queries or training_queries_path(), args.catalog, dictionaries=dictionaries
+        )
+        with staged_directory(out, replace=True) as staging:
+            ranker.save(staging)
+    except (ModelError, OSError, ValueError) as error:
+        print(f"toolsearch train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"a ranker trained on {ranker.training['requests']} requests is in {out}")
+    if args.cross_validate:
+        fused, learned = cross_validate(index, queries)
+        print(format_report(summarize(fused), "fusion, servers held out"))
+        print(format_report(summarize(learned), "learned, servers held out of training"))
+    return 0
+
+
+def _train_abstention(args: argparse.Namespace) -> int:
+    from toolsearch.embedding import load_model
+    from toolsearch.embedding.profile import PROFILE_FILE, load_dictionaries, profile_paths
     from toolsearch.search.ranking import Ranker
     from toolsearch.training import (
-        cross_validate,
         held_out_report,
-        train_profile,
+        train_profile_abstainer,
         training_queries_path,
         unservable_queries_path,
     )
 
     try:
         paths = profile_paths(args.model_dir)
-        out = args.out or paths.ranker
-        if out is None:
-            raise ModelError("--out is needed: the model directories named are not a profile")
-        abstention_out = args.abstention_out or paths.abstention or out.parent / "abstention"
+        if paths.ranker is None:
+            raise ModelError("an abstention model reads a ranker's scores: name a profile with one")
+        out = args.abstention_out or paths.abstention or paths.ranker.parent / "abstention"
         models = [load_model(path, threads=args.threads) for path in paths.models]
         dictionaries = load_dictionaries(paths)
-        kept = None
-        if args.abstention_only:
-            kept = Ranker.load(out)
-            if not kept.fits([model.fingerprint for model in models], dictionaries):
-                raise ModelError(f"{out} was trained for other models or dictionaries: train it first")
-        trained = train_profile(
+        ranker = Ranker.load(paths.ranker)
+        if not ranker.fits([model.fingerprint for model in models], dictionaries):
+            raise ModelError(f"{paths.ranker} was trained for other models or dictionaries: train it first")
+        abstainer, data, held_out = train_profile_abstainer(
             models,
+            ranker,
             args.queries or training_queries_path(),
             args.unservable or unservable_queries_path(),
             args.catalog,
             dictionaries=dictionaries,
-            ranker=kept,
         )
-        if kept is None:
-            with staged_directory(out, replace=True) as staging:
-                trained.ranker.save(staging)
-        with staged_directory(abstention_out, replace=True) as staging:
-            trained.abstainer.save(staging)
-        profile_file = out.parent / PROFILE_FILE
-        if paths.abstention is None and args.abstention_out is None and profile_file.is_file():
+        with staged_directory(out, replace=True) as staging:
+            abstainer.save(staging)
+        profile_file = paths.ranker.parent / PROFILE_FILE
+        if args.abstention_out is None and paths.abstention is None and profile_file.is_file():
             document = json.loads(profile_file.read_text(encoding="utf-8"))
-            document["abstention"] = abstention_out.name
-            profile_file.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+            profile_file.write_text(
+                json.dumps({**document, "abstention": out.name}, indent=2) + "\n", "utf-8"
+            )
     except (ModelError, OSError, ValueError) as error:
         print(f"toolsearch train: error: {error}", file=sys.stderr)
         return 1
-    if kept is None:
-        print(f"a ranker trained on {trained.ranker.training['requests']} requests is in {out}")
-    print(f"an abstention model for it is in {abstention_out}")
-    print(held_out_report(trained.abstention, trained.held_out, trained.abstainer.threshold))
-    if args.cross_validate:
-        fused, learned = cross_validate(trained.index, trained.queries, trained.fitted)
-        print(format_report(summarize(fused), "fusion, servers held out"))
-        print(format_report(summarize(learned), "learned, servers held out of training"))
+    print(f"an abstention model for {paths.ranker} is in {out}")
+    print(held_out_report(data, held_out, abstainer.threshold))
     return 0
