@@ -17,8 +17,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    not reciprocal rank fusion: they keep how far apart the candidates are (one tool far ahead on
    BM25 stays ahead) and carry the absolute evidence abstention needs.
 5. Abstention (without a trained `Abstainer`): when no tool is named and the best tool's passage
-   cosine is below the model's calibrated `AbstentionThreshold.cosine` and the best lexical score,
-   with the translations of step 6, below `.lexical`, every hit is weak.
+   cosine is below the model's calibrated `AbstentionThreshold.cosine` and the best lexical score
+   below `.lexical` (with dictionaries: the score with the translations of step 6 below
+   `.translated_lexical`), every hit is weak.
 6. Translation, for a query not in English: each of its words that no tool has
    (`LexicalIndex.unknown_words`; in Chinese and Japanese, whose words no space separates, the
    words `text.cjk_words` cuts from the query with the model's own tokenizer) is read in English
@@ -27,8 +28,9 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    nearest to it, when that one is at the model's calibrated `translation_cosine` or closer. The
    lexical part of the fusion then counts those words too, at `DICTIONARY_WEIGHT` and
    `TRANSLATION_WEIGHT`. The best tool abstention judges is the one before translation (a
-   translation may be wrong and pull another tool up), but the words translated count in the
-   lexical score it judges: without them a request not in English looks unservable to BM25F.
+   translation may be wrong and pull another tool up); with dictionaries, the words translated
+   count in the lexical score it judges: without them a request not in English looks unservable
+   to BM25F.
 7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
    re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
    (`LexicalIndex.name_matches`) ranks above all others either way. With an `Abstainer` trained
@@ -121,7 +123,10 @@ class AbstentionThreshold:
     cosine: float
     """Below this cosine (of the best fused tool to the query) the match is doubtful..."""
     lexical: float
-    """...and, with a lexical score (BM25 plus expansion) below this, weak."""
+    """...and, with a lexical score (BM25 plus expansion, of the request's own words) below this, weak."""
+    translated_lexical: float | None = None
+    """With dictionaries, the lexical score judged counts the request's translated words too, and
+    weak is below this instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +139,13 @@ class Calibration:
 
 
 _E5_SMALL = Calibration(
-    # The cosine is about the 5th percentile of the tune half's servable queries'. The lexical
-    # score counts the request's translated words; chosen on the dev set among 15-80 (and cosines
-    # 0.800-0.856): it abstains on 5 of 12 unservable dev requests and wrongly on 5 of 248; held
-    # out, on 41 of the 150 unservable training requests and wrongly on 2.3% of the 1,480
-    # servable ones, 0.9% to 5.5% per language but Chinese (10%; docs/search-quality.md).
-    AbstentionThreshold(cosine=0.808, lexical=30.0),
+    # About the 5th percentile of the tune half's servable queries' cosine and the 30th of their
+    # lexical score: on the dev set 6 of 12 unservable requests, wrongly 9 of 248 (fusion 11).
+    # With dictionaries (the profile), the lexical score with the translated words, chosen on the
+    # dev set among 15-80: 5 of 12, wrongly 5 of 248; held out, 41 of the 150 unservable training
+    # requests and wrongly 2.3% of the 1,480 servable ones, 0.9% to 5.5% per language but Chinese
+    # (10%), where the request's own words gave 31 and 4.2% (Lithuanian 19%; docs/search-quality.md).
+    AbstentionThreshold(cosine=0.808, lexical=22.7, translated_lexical=30.0),
     # From 0.89 to 0.91 the tuning half's recall@5 is the same, 0.9 the middle; below, wrong
     # translations come in (`visus`, Lithuanian for `all`, as `visuals`).
     translation_cosine=0.9,
@@ -323,7 +329,7 @@ class HybridIndex:
             query_vector = self._query_vectors(intent(query[:_MAX_QUERY_CHARS]))
             dense = self.semantic.similarities(query_vector)
             cosine = self.semantic.passage_cosine(int(np.argmax(dense)), query_vector)
-            return _best(dense, limit, weak=self._weak(cosine, 0.0, named=False))
+            return _best(dense, limit, weak=self._weak(cosine, 0.0, 0.0, named=False))
         ranking = self.ranking(query)
         return _best(ranking.scores, limit, weak=ranking.weak)
 
@@ -442,7 +448,7 @@ class HybridIndex:
         )
         scores = self.scores(signals)
         if self.abstainer is None:
-            weak = self._weak(untranslated[0], float(lexical.max()), named=bool(len(named)))
+            weak = self._weak(*untranslated, float(lexical.max()), named=bool(len(named)))
         else:
             weak = not len(named) and self.abstainer.abstains(self._features(asked, signals, scores))
         return Evidence(signals, scores, weak)
@@ -522,12 +528,16 @@ class HybridIndex:
             runs.append((self._query_vectors, words))
         embed_at_once(runs, self._query_runs)
 
-    def _weak(self, cosine: float, lexical: float, *, named: bool) -> bool:
+    def _weak(self, cosine: float, own_lexical: float, translated_lexical: float, *, named: bool) -> bool:
         """Whether the best tool is a poor match by the calibrated thresholds: nothing named, and
-        both rankers doubtful of it (its passage's `cosine` to the query and the best `lexical` score)."""
-        if self._abstention is None or named:
+        both rankers doubtful of it (its passage's `cosine` to the query, and the best lexical
+        score: with dictionaries, that with the request's translated words)."""
+        threshold = self._abstention
+        if threshold is None or named:
             return False
-        return cosine < self._abstention.cosine and lexical < self._abstention.lexical
+        if self.dictionaries is not None and threshold.translated_lexical is not None:
+            return cosine < threshold.cosine and translated_lexical < threshold.translated_lexical
+        return cosine < threshold.cosine and own_lexical < threshold.lexical
 
 
 @dataclass(frozen=True, slots=True)
