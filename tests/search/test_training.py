@@ -4,6 +4,7 @@ profile is loaded whole."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import json
@@ -15,6 +16,7 @@ import pytest
 
 from tests.embedding.tiny_models import write_model
 from tests.search.test_hybrid import _tokenizer
+from toolsearch.commands.train import add_train_command
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding.profile import load_profile, write_profile
 from toolsearch.evaluation import Query
@@ -483,3 +485,56 @@ def test_a_profile_loads_its_abstainer(
     _train_abstainer(index, ranker).save(root / "abstention")
     write_profile(root, ["first", "second"], "ranker", None, "abstention")
     assert load_profile([root]).abstainer is not None
+
+
+def _write_jsonl(path: Path, queries: list[Query]) -> Path:
+    rows = [
+        {
+            "id": q.id,
+            "query": q.text,
+            "lang": q.lang,
+            "gold": sorted(q.gold),
+            "kind": q.kind,
+            "family": q.family,
+        }
+        for q in queries
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_the_train_command_trains_an_abstention_model_for_the_profiles_ranker_and_names_it(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    ranker = _train(index, models)
+    root = _profile(tmp_path / "profile", model_root, ranker)
+    servers = [
+        {
+            "server": server,
+            "tools": [{"name": "_".join(text.split()[:2]), "description": text, "inputSchema": {}}],
+        }
+        for server, texts in SERVERS.items()
+        for text in texts
+    ]
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"servers": servers}))
+    parser = argparse.ArgumentParser(prog="toolsearch")
+    add_train_command(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        [
+            "train",
+            "--model-dir",
+            str(root),
+            "--abstention",
+            "--catalog",
+            str(catalog),
+            "--queries",
+            str(_write_jsonl(tmp_path / "train.jsonl", _queries(_tools()))),
+            "--unservable",
+            str(_write_jsonl(tmp_path / "unservable.jsonl", UNSERVABLE)),
+        ]
+    )
+    assert args.handler(args) == 0
+    profile = load_profile([root])
+    assert profile.abstainer is not None
+    assert profile.ranker is not None and profile.abstainer.ranker == profile.ranker.digest
