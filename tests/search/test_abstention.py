@@ -3,6 +3,7 @@ on them, as pure functions; the model's file checked before it is trusted."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -133,15 +134,6 @@ def test_an_abstainer_applies_only_to_the_profile_it_was_trained_for() -> None:
 
 def test_a_companion_sitting_out_the_language_reads_as_the_first_model() -> None:
     dense = np.linspace(0.0, 1.0, TOOLS)
-    sitting_out = Signals(
-        fusion=dense,
-        lexical=dense,
-        server_lexical=np.zeros(TOOLS),
-        dense=dense,
-        companions=(np.zeros(TOOLS),),
-        named=np.array([], np.int64),
-        english=False,
-        vector=np.zeros(4),
-    )
+    sitting_out = dataclasses.replace(_signals(dense, dense), companions=(np.zeros(TOOLS),), english=False)
     row = request_features(sitting_out, dense, 0.9, GROUPS, Words(3, 0))
     assert row[FEATURES.index("companion_z")] == row[FEATURES.index("dense_z")]

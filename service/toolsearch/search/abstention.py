@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 
-from toolsearch.embedding.manifest import ModelError
 from toolsearch.search.ranking import (
     ServerGroups,
     Signals,
@@ -173,10 +172,12 @@ class Abstainer:
     @classmethod
     def load(cls, directory: Path) -> Abstainer:
         """Read an abstention directory, checking its digest and that it reads this version's features."""
-        path = directory / ABSTENTION_FILE
-        document = read_document(path, "an abstention model", FORMAT_VERSION)
-        if document.get("features") != list(FEATURES):
-            raise ModelError(f"{path}: trained on other features than this version reads; train it again")
+        document = read_document(
+            directory / ABSTENTION_FILE,
+            "an abstention model",
+            FORMAT_VERSION,
+            lambda document: document.get("features") == list(FEATURES),
+        )
         return cls(
             np.asarray(document["centre"], dtype=np.float64),
             np.asarray(document["scale"], dtype=np.float64),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,9 +270,7 @@ class Ranker:
     def load(cls, directory: Path) -> Ranker:
         """Read a ranker directory, checking the digests of its document and of every adapter file."""
         path = directory / RANKER_FILE
-        document = read_document(path, "a ranker", FORMAT_VERSION)
-        if not _reads_its_features(document):
-            raise ModelError(f"{path}: trained on other features than this version reads; train it again")
+        document = read_document(path, "a ranker", FORMAT_VERSION, _reads_its_features)
         adapters = []
         for entry in document["adapters"]:
             file = directory / entry["file"]
@@ -308,8 +306,11 @@ def write_document(path: Path, document: dict[str, Any]) -> None:
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
-def read_document(path: Path, what: str, version: int) -> dict[str, Any]:
-    """A trained artifact's JSON document, refused unless it is of `version` and matches its digest."""
+def read_document(
+    path: Path, what: str, version: int, reads_its_features: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """A trained artifact's JSON document, refused unless it is of `version`, matches its digest
+    and `reads_its_features` (those this version computes)."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
@@ -318,6 +319,8 @@ def read_document(path: Path, what: str, version: int) -> dict[str, Any]:
         raise ModelError(f"{path}: not {what} of format {version}")
     if document.get("sha256") != _document_digest(document):
         raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+    if not reads_its_features(document):
+        raise ModelError(f"{path}: trained on other features than this version reads; train it again")
     return document
 
 
