@@ -39,6 +39,11 @@ class Query:
     lang: str
     gold: frozenset[str]
     kind: str = ""
+    family: str = ""
+    """Of an unservable request: why no tool serves it (`absent`, `near-miss`, `physical`,
+    `word-overlap`)."""
+    pair: str = ""
+    """Requests with the same `pair` say the same in different languages (translations)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,8 @@ def load_queries(path: str | Path) -> list[Query]:
                     lang=str(row.get("lang", "unknown")),
                     gold=frozenset(map(str, gold)),
                     kind=str(row.get("kind", "")),
+                    family=str(row.get("family", "")),
+                    pair=str(row.get("pair", "")),
                 )
             )
         except (ValueError, KeyError, TypeError, AttributeError):
@@ -127,12 +134,44 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "by_lang": _grouped(servable, lambda query: query.lang),
         "by_kind": _grouped([o for o in servable if o.query.kind], lambda query: query.kind),
         "abstention": {
-            "unservable_queries": len(unservable),
-            "abstained_on_unservable": _share(o.abstained for o in unservable),
-            "servable_queries": len(servable),
-            "wrongly_abstained_on_servable": _share(o.abstained for o in servable),
+            **_abstention(servable, unservable),
+            "by_lang": {
+                lang: _abstention(
+                    [o for o in servable if o.query.lang == lang],
+                    [o for o in unservable if o.query.lang == lang],
+                )
+                for lang in sorted({o.query.lang for o in outcomes})
+            },
+            "by_family": {
+                family: _abstention([], [o for o in unservable if o.query.family == family])
+                for family in sorted({o.query.family for o in unservable if o.query.family})
+            },
+            **_agreement(outcomes),
         },
         "latency_ms": {"p50": float(p50), "p99": float(p99)},
+    }
+
+
+def _abstention(servable: Sequence[Outcome], unservable: Sequence[Outcome]) -> dict[str, float | int]:
+    return {
+        "unservable_queries": len(unservable),
+        "abstained_on_unservable": _share(o.abstained for o in unservable),
+        "servable_queries": len(servable),
+        "wrongly_abstained_on_servable": _share(o.abstained for o in servable),
+    }
+
+
+def _agreement(outcomes: Sequence[Outcome]) -> dict[str, float | int]:
+    """Of the requests given with their translations (`Query.pair`), how many groups got one verdict."""
+    verdicts: dict[str, set[bool]] = {}
+    for outcome in outcomes:
+        if outcome.query.pair:
+            verdicts.setdefault(outcome.query.pair, set()).add(outcome.abstained)
+    if not verdicts:
+        return {}
+    return {
+        "translated_requests": len(verdicts),
+        "same_verdict": _share(len(each) == 1 for each in verdicts.values()),
     }
 
 
@@ -141,6 +180,35 @@ def outcome_rows(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:
     when not in the top `DEPTH`), the `top` names and whether search `abstained`."""
     return [
         {"id": o.query.id, "rank": o.rank, "top": list(o.top), "abstained": o.abstained} for o in outcomes
+    ]
+
+
+def format_abstention(abstention: dict[str, Any]) -> list[str]:
+    """A report's abstention: overall, then per language and per family of unservable requests."""
+    groups = [*abstention.get("by_lang", {}).items(), *abstention.get("by_family", {}).items()]
+    agreement = (
+        [
+            f"  a request and its translation: the same verdict for {abstention['same_verdict']:.0%} of "
+            f"{abstention['translated_requests']}"
+        ]
+        if "same_verdict" in abstention
+        else []
+    )
+    return [
+        f"abstained on {abstention['abstained_on_unservable']:.0%} of {abstention['unservable_queries']} "
+        f"unservable queries, wrongly on {abstention['wrongly_abstained_on_servable']:.1%} of "
+        f"{abstention['servable_queries']} servable ones",
+        *(
+            f"  {label:<12} unservable {row['abstained_on_unservable']:>4.0%} of "
+            f"{row['unservable_queries']:>3}"
+            + (
+                f", wrongly {row['wrongly_abstained_on_servable']:>5.1%} of {row['servable_queries']}"
+                if row["servable_queries"]
+                else ""
+            )
+            for label, row in groups
+        ),
+        *agreement,
     ]
 
 
@@ -156,12 +224,7 @@ def format_report(report: dict[str, Any], title: str = "") -> str:
     for label, row in rows:
         cells = [f"{row['queries']:>10}", *(f"{row[column]:>10.3f}" for column in columns[1:])]
         lines.append(f"{label:<12}" + "".join(cells))
-    abstention = report["abstention"]
-    lines.append(
-        f"abstained on {abstention['abstained_on_unservable']:.0%} of {abstention['unservable_queries']} "
-        f"unservable queries, wrongly on {abstention['wrongly_abstained_on_servable']:.1%} of "
-        f"{abstention['servable_queries']} servable ones"
-    )
+    lines.extend(format_abstention(report["abstention"]))
     latency = report["latency_ms"]
     lines.append(f"search latency: p50 {latency['p50']:.1f} ms, p99 {latency['p99']:.1f} ms")
     return "\n".join(lines)

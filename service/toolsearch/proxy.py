@@ -199,6 +199,7 @@ def _index_builder(
         embedding=embedding,
         ranker=profile.ranker,
         dictionaries=profile.dictionaries,
+        abstainer=profile.abstainer,
     )
     return builder, embedding
 

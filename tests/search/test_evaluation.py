@@ -86,12 +86,46 @@ def test_each_query_outcome_names_its_first_gold_rank_and_the_top_tools() -> Non
 
 
 def test_abstention_is_right_on_unservable_queries_and_wrong_on_servable_ones(report: dict) -> None:
-    assert report["abstention"] == {
+    overall = {key: value for key, value in report["abstention"].items() if not key.startswith("by_")}
+    assert overall == {
         "unservable_queries": 2,
         "abstained_on_unservable": 0.5,
         "servable_queries": 4,
         "wrongly_abstained_on_servable": 0.25,
     }
+
+
+def test_abstention_is_reported_by_language(report: dict) -> None:
+    by_lang = report["abstention"]["by_lang"]
+    assert by_lang["en"] == {
+        "unservable_queries": 1,
+        "abstained_on_unservable": 1.0,
+        "servable_queries": 2,
+        "wrongly_abstained_on_servable": 0.0,
+    }
+    assert by_lang["lt"]["wrongly_abstained_on_servable"] == 0.5
+    assert by_lang["de"]["abstained_on_unservable"] == 0.0
+
+
+def test_a_request_and_its_translation_agree_when_both_get_the_same_verdict() -> None:
+    queries = [
+        Query("5", "unservable-weak", "en", frozenset(), "unservable", pair="5"),
+        Query("5-de", "unservable-sure", "de", frozenset(), "unservable", pair="5"),
+        Query("1", "first", "en", frozenset({"a"}), "named", pair="1"),
+        Query("1-lt", "third", "lt", frozenset({"a"}), "named", pair="1"),
+    ]
+    abstention = summarize(run_queries(_search, NAMES, queries))["abstention"]
+    assert (abstention["translated_requests"], abstention["same_verdict"]) == (2, 0.5)
+
+
+def test_abstention_on_unservable_requests_is_reported_by_their_family() -> None:
+    queries = [
+        Query("5", "unservable-weak", "en", frozenset(), "unservable", "physical"),
+        Query("6", "unservable-sure", "en", frozenset(), "unservable", "absent"),
+    ]
+    by_family = summarize(run_queries(_search, NAMES, queries))["abstention"]["by_family"]
+    assert by_family["physical"]["abstained_on_unservable"] == 1.0
+    assert by_family["absent"]["abstained_on_unservable"] == 0.0
 
 
 def test_no_hits_at_all_counts_as_abstaining() -> None:

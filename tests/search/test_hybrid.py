@@ -578,3 +578,16 @@ def test_words_past_the_model_s_limit_are_still_looked_up_in_the_dictionary(
     index = _with_dictionary(tools, bilingual_embedder, {"sekiklyje": "tracker"})
     assert len(fillers) > hybrid.TRANSLATED_WORDS
     assert index.translations(" ".join([*fillers, "sekiklyje"]), "lt") == ["tracker"]
+
+
+def test_with_dictionaries_abstention_judges_the_lexical_score_with_the_translated_words(
+    tools: list[Tool], bilingual_embedder: Embedder
+) -> None:
+    # Doubtful by the cosine always; by the request's own words always; with translations, not.
+    threshold = AbstentionThreshold(cosine=2.0, lexical=math.inf, translated_lexical=0.5)
+    dictionaries = Dictionaries({"lt": Dictionary(Table.of({"sekiklyje": "tracker"}), Table.of({}))})
+    lexical, semantic = LexicalIndex.build(tools), _semantic(tools, bilingual_embedder)
+    translating = HybridIndex(lexical, *semantic, abstention=threshold, dictionaries=dictionaries)
+    assert not translating.search("sekiklyje", 3)[0].weak
+    own_words = HybridIndex(lexical, *semantic, abstention=threshold)
+    assert own_words.search("sekiklyje", 3)[0].weak

@@ -1,8 +1,11 @@
-"""The learned ranking, end to end on a tiny generated model and a generated training set (no network):
-training is repeatable, its artifact is checked before it is trusted, and a profile is loaded whole."""
+"""The learned ranking and abstention, end to end on a tiny generated model and a generated training
+set (no network): training is repeatable, its artifacts are checked before they are trusted, and a
+profile is loaded whole."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -13,9 +16,12 @@ import pytest
 
 from tests.embedding.tiny_models import write_model
 from tests.search.test_hybrid import _tokenizer
+from toolsearch.commands.train import add_train_command
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.embedding.profile import load_profile, write_profile
 from toolsearch.evaluation import Query
+from toolsearch.search.abstention import FEATURES as ABSTENTION_FEATURES
+from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
 from toolsearch.search.ranking import (
@@ -28,7 +34,15 @@ from toolsearch.search.ranking import (
     initial_weights,
 )
 from toolsearch.tool import Tool, ToolInterner
-from toolsearch.training import fit_adapter, fit_weights, server_fold, train_ranker
+from toolsearch.training import (
+    abstention_threshold,
+    cross_fitted,
+    fit_adapter,
+    fit_weights,
+    server_fold,
+    train_abstainer,
+    train_ranker,
+)
 
 SERVERS = {
     "files": ["find files in a folder", "delete files in a folder", "create a folder"],
@@ -86,6 +100,26 @@ def index(models: list[Embedder]) -> HybridIndex:
 def _train(index: HybridIndex, models: list[Embedder]) -> Ranker:
     fingerprints = [model.fingerprint for model in models]
     return train_ranker(index, _queries(_tools()), fingerprints=fingerprints, training={"data": "generated"})
+
+
+UNSERVABLE = [
+    Query(f"U{number}", text, "en", frozenset(), "unservable", family)
+    for number, (text, family) in enumerate(
+        [
+            ("order a pizza", "physical"),
+            ("carry the boxes downstairs", "physical"),
+            ("book a flight to a city", "word-overlap"),
+            ("renew the car insurance", "absent"),
+            ("share a folder with a friend", "near-miss"),
+            ("water the plants", "physical"),
+        ]
+    )
+]
+
+
+def _train_abstainer(index: HybridIndex, ranker: Ranker) -> Abstainer:
+    fitted = cross_fitted(index, _queries(_tools()))
+    return train_abstainer(index, ranker, fitted, UNSERVABLE, training={"data": "generated"})[0]
 
 
 def test_training_is_repeatable_to_the_bit(index: HybridIndex, models: list[Embedder]) -> None:
@@ -358,3 +392,153 @@ def test_a_long_requests_explanation_adds_its_best_sentence_to_its_features(
     assert any(parts["best_sentence"] != 0.0 for _, parts in explained)
     for hit, parts in explained:
         assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)
+
+
+def test_abstention_training_is_repeatable_to_the_bit(index: HybridIndex, models: list[Embedder]) -> None:
+    ranker = _train(index, models)
+    first, second = _train_abstainer(index, ranker), _train_abstainer(index, ranker)
+    assert np.array_equal(first.weights, second.weights)
+    assert (first.bias, first.threshold) == (second.bias, second.threshold)
+
+
+def test_an_abstainer_is_trained_for_its_ranker_and_records_what_it_measured(
+    index: HybridIndex, models: list[Embedder]
+) -> None:
+    ranker = _train(index, models)
+    abstainer = _train_abstainer(index, ranker)
+    assert abstainer.fits([model.fingerprint for model in models], None, ranker.digest)
+    assert len(abstainer.weights) == len(ABSTENTION_FEATURES)
+    assert abstainer.training["unservable"] == len(UNSERVABLE)
+    assert 0.0 <= abstainer.training["held_out_wrongly_abstained"] <= 0.1
+
+
+def test_a_ranker_digest_is_the_same_saved_and_loaded(
+    index: HybridIndex, models: list[Embedder], tmp_path: Path
+) -> None:
+    ranker = _train(index, models)
+    ranker.save(tmp_path)
+    assert Ranker.load(tmp_path).digest == ranker.digest
+
+
+def test_the_threshold_abstains_on_at_most_the_allowed_share_of_servable_requests() -> None:
+    servable = np.linspace(0.0, 1.0, 200)
+    threshold = abstention_threshold(servable, wrong=0.03)
+    assert (servable > threshold).mean() <= 0.03
+
+
+def _learned(index: HybridIndex, models: list[Embedder], ranker: Ranker, abstainer: Abstainer) -> HybridIndex:
+    return HybridIndex(
+        index.lexical,
+        index.semantic,
+        QueryVectors(models[0]),
+        companions=index.companions,
+        ranker=ranker,
+        abstainer=abstainer,
+    )
+
+
+def _always(abstainer: Abstainer) -> Abstainer:
+    return dataclasses.replace(abstainer, threshold=-1.0)
+
+
+def test_search_abstains_as_its_abstainer_decides(index: HybridIndex, models: list[Embedder]) -> None:
+    ranker = _train(index, models)
+    abstainer = _train_abstainer(index, ranker)
+    assert all(
+        hit.weak for hit in _learned(index, models, ranker, _always(abstainer)).search("find a city", 3)
+    )
+    never = dataclasses.replace(abstainer, threshold=1.0)
+    assert not any(hit.weak for hit in _learned(index, models, ranker, never).search("find a city", 3))
+
+
+def test_a_request_that_names_a_tool_is_never_abstained_on(
+    index: HybridIndex, models: list[Embedder]
+) -> None:
+    ranker = _train(index, models)
+    learned = _learned(index, models, ranker, _always(_train_abstainer(index, ranker)))
+    assert not learned.search("weather_weather_forecast", 3)[0].weak
+
+
+def test_an_abstainer_trained_for_another_ranker_is_not_used(
+    index: HybridIndex, models: list[Embedder]
+) -> None:
+    ranker = _train(index, models)
+    abstainer = _always(_train_abstainer(index, ranker))
+    other = dataclasses.replace(ranker, weights=ranker.weights + 0.5)
+    learned = _learned(index, models, other, abstainer)
+    assert learned.abstainer is None
+    assert not any(hit.weak for hit in learned.search("find a city", 3))  # the tiny model has no thresholds
+
+
+def test_a_profile_whose_abstainer_was_trained_for_another_ranker_is_refused(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    ranker = _train(index, models)
+    root = _profile(tmp_path, model_root, ranker)
+    dataclasses.replace(_train_abstainer(index, ranker), ranker="another").save(root / "abstention")
+    write_profile(root, ["first", "second"], "ranker", None, "abstention")
+    with pytest.raises(ModelError, match="trained for another ranker"):
+        load_profile([root])
+
+
+def test_a_profile_loads_its_abstainer(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    ranker = _train(index, models)
+    root = _profile(tmp_path, model_root, ranker)
+    _train_abstainer(index, ranker).save(root / "abstention")
+    write_profile(root, ["first", "second"], "ranker", None, "abstention")
+    assert load_profile([root]).abstainer is not None
+
+
+def _write_jsonl(path: Path, queries: list[Query]) -> Path:
+    rows = [
+        {
+            "id": q.id,
+            "query": q.text,
+            "lang": q.lang,
+            "gold": sorted(q.gold),
+            "kind": q.kind,
+            "family": q.family,
+        }
+        for q in queries
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_the_train_command_trains_an_abstention_model_for_the_profiles_ranker_and_names_it(
+    index: HybridIndex, models: list[Embedder], model_root: Path, tmp_path: Path
+) -> None:
+    ranker = _train(index, models)
+    root = _profile(tmp_path / "profile", model_root, ranker)
+    servers = [
+        {
+            "server": server,
+            "tools": [{"name": "_".join(text.split()[:2]), "description": text, "inputSchema": {}}],
+        }
+        for server, texts in SERVERS.items()
+        for text in texts
+    ]
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps({"servers": servers}))
+    parser = argparse.ArgumentParser(prog="toolsearch")
+    add_train_command(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(
+        [
+            "train",
+            "--model-dir",
+            str(root),
+            "--abstention",
+            "--catalog",
+            str(catalog),
+            "--queries",
+            str(_write_jsonl(tmp_path / "train.jsonl", _queries(_tools()))),
+            "--unservable",
+            str(_write_jsonl(tmp_path / "unservable.jsonl", UNSERVABLE)),
+        ]
+    )
+    assert args.handler(args) == 0
+    profile = load_profile([root])
+    assert profile.abstainer is not None
+    assert profile.ranker is not None and profile.abstainer.ranker == profile.ranker.digest

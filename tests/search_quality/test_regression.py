@@ -96,8 +96,13 @@ BM25_RECALL_AT_5 = 63 / 119
 HYBRID_RECALL_AT_5 = 82 / 119
 HYBRID_ABSTAINED_ON_UNSERVABLE = (10 - 1) / 12
 HYBRID_WRONGLY_ABSTAINED = (15 + 1) / 119
-LEARNED_RECALL_AT_5 = 90 / 119
-"""The shipped ranker with the dictionaries on this slice, MRR@10 0.570 (the fusion: 82, 0.541)."""
+LEARNED_RECALL_AT_5 = 89 / 119
+"""The shipped ranker with the dictionaries on this slice: 90 (MRR@10 0.570) on the machine that trained
+it, 89 on an AMD EPYC without AVX-512, whose kernels round the models' floating point otherwise (the
+fusion: 82, 0.541)."""
+LEARNED_ABSTAINED_ON_UNSERVABLE = (10 - 1) / 12
+LEARNED_WRONGLY_ABSTAINED = (10 + 1) / 119
+"""Abstention with the dictionaries: their words count in the lexical score it judges."""
 BM25_LONG_RECALL_AT_5 = 215 / 350
 """The held-out long requests on this slice (each ranked whole only: 202)."""
 
@@ -211,8 +216,12 @@ def test_learned_recall_at_5_holds(learned_report: dict) -> None:
     assert learned_report["overall"]["recall@5"] >= LEARNED_RECALL_AT_5
 
 
-def test_learned_ranking_keeps_abstention(learned_report: dict, hybrid_report: dict) -> None:
-    assert learned_report["abstention"] == hybrid_report["abstention"]
+def test_learned_ranking_abstains_on_unservable_requests(learned_report: dict) -> None:
+    assert learned_report["abstention"]["abstained_on_unservable"] >= LEARNED_ABSTAINED_ON_UNSERVABLE
+
+
+def test_learned_ranking_rarely_abstains_on_servable_requests(learned_report: dict) -> None:
+    assert learned_report["abstention"]["wrongly_abstained_on_servable"] <= LEARNED_WRONGLY_ABSTAINED
 
 
 def test_hybrid_recall_at_5_holds(hybrid_report: dict) -> None:

@@ -36,7 +36,9 @@ COMMANDS: Final = {
     ),
     "eval": Command("measure search quality on a query set", "eval", "add_eval_command"),
     "train": Command(
-        "train a profile's learned ranking (query adapter and re-ranker)", "train", "add_train_command"
+        "train a profile's learned ranking (query adapter and re-ranker), or its abstention model",
+        "train",
+        "add_train_command",
     ),
     "stats": Command(
         "what callers did with search answers, from running proxies' /stats", "stats", "add_stats_command"

@@ -1,8 +1,10 @@
-"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker) and write it."""
+"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker), or an
+abstention model for its ranker, and write it."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -16,15 +18,36 @@ def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "train",
         help=COMMANDS["train"].summary,
         description="Fit the query adapter and the re-ranker of a profile's models on training requests "
-        "over a catalog file, and write the ranker directory. Deterministic: folds are whole servers.",
+        "over a catalog file and write the ranker directory; with --abstention, fit an abstention model "
+        "for the profile's ranker on those requests and on requests no tool serves instead, and write "
+        "it. Deterministic: folds are whole servers.",
     )
     train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
     train.add_argument(
         "--queries", type=Path, default=None, help="training requests (default: the shipped training set)"
     )
+    train.add_argument(
+        "--unservable",
+        type=Path,
+        default=None,
+        help="requests no tool of the catalog serves, for --abstention (default: the shipped ones)",
+    )
     train.add_argument("--catalog", type=Path, default=None, help="catalog file (default: the recorded one)")
     train.add_argument(
         "--out", type=Path, default=None, help="ranker directory to write (default: the profile's own)"
+    )
+    train.add_argument(
+        "--abstention-out",
+        type=Path,
+        default=None,
+        help="with --abstention: directory to write (default: the profile's own, else `abstention` "
+        "beside its ranker, named in the profile)",
+    )
+    train.add_argument(
+        "--abstention",
+        action="store_true",
+        help="instead: keep the profile's ranker and train an abstention model for it (a profile that "
+        "names one abstains by it, not by the calibrated thresholds)",
     )
     train.add_argument(
         "--cross-validate",
@@ -41,6 +64,8 @@ def _train(args: argparse.Namespace) -> int:
     from toolsearch.evaluation import format_report, summarize
     from toolsearch.training import cross_validate, train_profile_ranker, training_queries_path
 
+    if args.abstention:
+        return _train_abstention(args)
     try:
         paths = profile_paths(args.model_dir)
         out = args.out or paths.ranker
@@ -61,4 +86,49 @@ def _train(args: argparse.Namespace) -> int:
         fused, learned = cross_validate(index, queries)
         print(format_report(summarize(fused), "fusion, servers held out"))
         print(format_report(summarize(learned), "learned, servers held out of training"))
+    return 0
+
+
+def _train_abstention(args: argparse.Namespace) -> int:
+    from toolsearch.embedding import load_model
+    from toolsearch.embedding.profile import PROFILE_FILE, load_dictionaries, profile_paths
+    from toolsearch.search.ranking import Ranker
+    from toolsearch.training import (
+        held_out_report,
+        train_profile_abstainer,
+        training_queries_path,
+        unservable_queries_path,
+    )
+
+    try:
+        paths = profile_paths(args.model_dir)
+        if paths.ranker is None:
+            raise ModelError("an abstention model reads a ranker's scores: name a profile with one")
+        out = args.abstention_out or paths.abstention or paths.ranker.parent / "abstention"
+        models = [load_model(path, threads=args.threads) for path in paths.models]
+        dictionaries = load_dictionaries(paths)
+        ranker = Ranker.load(paths.ranker)
+        if not ranker.fits([model.fingerprint for model in models], dictionaries):
+            raise ModelError(f"{paths.ranker} was trained for other models or dictionaries: train it first")
+        abstainer, data, held_out = train_profile_abstainer(
+            models,
+            ranker,
+            args.queries or training_queries_path(),
+            args.unservable or unservable_queries_path(),
+            args.catalog,
+            dictionaries=dictionaries,
+        )
+        with staged_directory(out, replace=True) as staging:
+            abstainer.save(staging)
+        profile_file = paths.ranker.parent / PROFILE_FILE
+        if args.abstention_out is None and paths.abstention is None and profile_file.is_file():
+            document = json.loads(profile_file.read_text(encoding="utf-8"))
+            profile_file.write_text(
+                json.dumps({**document, "abstention": out.name}, indent=2) + "\n", "utf-8"
+            )
+    except (ModelError, OSError, ValueError) as error:
+        print(f"toolsearch train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"an abstention model for {paths.ranker} is in {out}")
+    print(held_out_report(data, held_out, abstainer.threshold))
     return 0

@@ -16,8 +16,10 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    `Companion`, unless the query is in a language that model does not know). Normalised scores,
    not reciprocal rank fusion: they keep how far apart the candidates are (one tool far ahead on
    BM25 stays ahead) and carry the absolute evidence abstention needs.
-5. Abstention: when no tool is named and the best tool's passage cosine is below the model's
-   calibrated `AbstentionThreshold.cosine` and its lexical score below `.lexical`, every hit is weak.
+5. Abstention (without a trained `Abstainer`): when no tool is named and the best tool's passage
+   cosine is below the model's calibrated `AbstentionThreshold.cosine` and the best lexical score
+   below `.lexical` (with dictionaries: the score with the translations of step 6 below
+   `.translated_lexical`), every hit is weak.
 6. Translation, for a query not in English: each of its words that no tool has
    (`LexicalIndex.unknown_words`; in Chinese and Japanese, whose words no space separates, the
    words `text.cjk_words` cuts from the query with the model's own tokenizer) is read in English
@@ -25,11 +27,15 @@ A query is ranked in these steps (`HybridIndex.evidence`, then `HybridIndex.scor
    words it gives; a word no dictionary knows is embedded alone and read as the catalog word
    nearest to it, when that one is at the model's calibrated `translation_cosine` or closer. The
    lexical part of the fusion then counts those words too, at `DICTIONARY_WEIGHT` and
-   `TRANSLATION_WEIGHT`. Abstention is decided before: a translation may be wrong, and is not
-   evidence that the catalog serves the request.
+   `TRANSLATION_WEIGHT`. The best tool abstention judges is the one before translation (a
+   translation may be wrong and pull another tool up); with dictionaries, the words translated
+   count in the lexical score it judges: without them a request not in English looks unservable
+   to BM25F.
 7. Ranking: with a `Ranker` trained for the index's models (`search.ranking`), the learned
    re-ranker orders the fusion's candidates; without one, the fusion does. A tool the query names
-   (`LexicalIndex.name_matches`) ranks above all others either way.
+   (`LexicalIndex.name_matches`) ranks above all others either way. With an `Abstainer` trained
+   for the ranker (`search.abstention`), it decides abstention from the request's evidence and
+   ranking instead of step 5's thresholds; a request that names a tool is never abstained on.
 8. Long requests: a request of several sentences (background, the ask, thanks) is also ranked
    sentence by sentence, each tool adding its best sentence's score to the whole request's
    (`search.sentences`).
@@ -61,7 +67,8 @@ from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import Profile
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, SearchIndex, text
-from toolsearch.search.dictionaries import Dictionaries
+from toolsearch.search.abstention import Abstainer, Words, request_features
+from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import (
@@ -115,7 +122,10 @@ class AbstentionThreshold:
     cosine: float
     """Below this cosine (of the best fused tool to the query) the match is doubtful..."""
     lexical: float
-    """...and, with a lexical score (BM25 plus expansion) below this, weak."""
+    """...and, with a lexical score (BM25 plus expansion, of the request's own words) below this, weak."""
+    translated_lexical: float | None = None
+    """With dictionaries, the lexical score judged counts the request's translated words too, and
+    weak is below this instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +139,9 @@ class Calibration:
 
 _E5_SMALL = Calibration(
     # About the 5th percentile of the tune half's servable queries' cosine and the 30th of their
-    # lexical score.
-    AbstentionThreshold(cosine=0.808, lexical=22.7),
+    # lexical score; with dictionaries (the profile), the lexical score with the translated words
+    # (chosen on the dev set: docs/search-quality.md, "Abstention").
+    AbstentionThreshold(cosine=0.808, lexical=22.7, translated_lexical=30.0),
     # The middle of the range where the tuning half's recall@5 is flat; lower, wrong translations
     # come in (`visus`, Lithuanian for `all`, as `visuals`).
     translation_cosine=0.9,
@@ -220,6 +231,8 @@ def embed_at_once(runs: Sequence[tuple[QueryVectors, Sequence[str]]], executor: 
 @dataclass(frozen=True, slots=True)
 class Evidence:
     signals: Signals
+    scores: np.ndarray
+    """Every tool's final score (`HybridIndex.scores`)."""
     weak: bool
     """The best tool is a poor match: search abstains."""
 
@@ -269,11 +282,14 @@ class HybridIndex:
         ranker: Ranker | None = None,
         dictionaries: Dictionaries | None = None,
         query_runs: Executor | None = QUERY_RUNS,
+        abstainer: Abstainer | None = None,
     ) -> None:
         """`dense` ranks by the first model's similarity alone (for measurement). `abstention` and
         `translation_cosine` default to the model's `CALIBRATIONS`. `ranker` re-ranks the fusion
         (`search.ranking`) when it was trained for these models and `dictionaries`; else the
-        fusion ranks. A request's model runs go to `query_runs` at once (`embed_at_once`)."""
+        fusion ranks. `abstainer` decides abstention when it was trained for the ranker that
+        ranks; else `abstention`'s thresholds do. A request's model runs go to `query_runs` at
+        once (`embed_at_once`)."""
         self.lexical = lexical
         self.semantic = semantic
         self.companions = tuple(companions)
@@ -285,6 +301,12 @@ class HybridIndex:
         self.dictionaries = dictionaries
         self._query_runs = query_runs
         self.ranker = ranker if ranker is not None and ranker.fits(fingerprints, dictionaries) else None
+        ranked_by = self.ranker.digest if self.ranker is not None else None
+        self.abstainer = (
+            abstainer
+            if abstainer is not None and abstainer.fits(fingerprints, digest_of(dictionaries), ranked_by)
+            else None
+        )
         parts = [split_qualified_name(name) for name in lexical.tool_names]
         self.groups = ServerGroups([server for server, _ in parts])
         self.one_word_names = one_word_names([bare for _, bare in parts])
@@ -303,8 +325,8 @@ class HybridIndex:
         if self.mode == "dense":
             query_vector = self._query_vectors(intent(query[:_MAX_QUERY_CHARS]))
             dense = self.semantic.similarities(query_vector)
-            weak = self._weak(dense, query_vector, np.zeros_like(dense), named=False)
-            return _best(dense, limit, weak=weak)
+            cosine = self.semantic.passage_cosine(int(np.argmax(dense)), query_vector)
+            return _best(dense, limit, weak=self._weak(cosine, 0.0, 0.0, named=False))
         ranking = self.ranking(query)
         return _best(ranking.scores, limit, weak=ranking.weak)
 
@@ -339,11 +361,11 @@ class HybridIndex:
         parts = [self._asked(part) for part in sentences(asked.query)]
         self._embed_ahead(asked, parts)
         evidence = self._evidence(asked)
-        whole = self.scores(evidence.signals)
+        whole = evidence.scores
         if not parts:
             return Ranking(evidence, whole, whole, evidence.weak)
         by_sentence = [self._evidence(part) for part in parts]
-        scores = combined(whole, [self.scores(each.signals) for each in by_sentence])
+        scores = combined(whole, [each.scores for each in by_sentence])
         weak = evidence.weak and all(each.weak for each in by_sentence)
         return Ranking(evidence, whole, scores, weak)
 
@@ -366,8 +388,11 @@ class HybridIndex:
         language = text.language_of(request)
         # The catalog is English: a word of an English query that no tool has is a name or data
         # (`Lisbon`), not a word to translate.
-        read, unread = self._looked_up(request, language) if language != "en" else ([], [])
-        return _Asked(query, request, language, tuple(read), tuple(unread))
+        if language != "en":
+            read, unread, words = self._looked_up(request, language)
+            return _Asked(query, request, language, tuple(read), tuple(unread), words)
+        words = Words(len(self._words(request)), len(self.lexical.unknown_words(request)))
+        return _Asked(query, request, language, (), (), words)
 
     def _evidence(self, asked: _Asked) -> Evidence:
         query, request, language = asked.query, asked.request, asked.language
@@ -394,8 +419,12 @@ class HybridIndex:
             companions.append(similarity)
         fusion = semantic + LEXICAL_WEIGHT * relative(lexical)
         named = self.lexical.name_matches(query)
-        # Abstention was calibrated on this ranking: translations (below) are guesses, not evidence.
-        weak = self._weak(fusion, query_vector, lexical, named=bool(len(named)))
+        # The best tool abstention judges is this ranking's: translations (below) are guesses and may
+        # pull a wrong tool up; the words they give count in the lexical score it judges.
+        untranslated = (
+            self.semantic.passage_cosine(int(np.argmax(fusion)), query_vector),
+            float(lexical.max()),
+        )
         read, guessed = list(asked.read), self._guessed(asked.unread)
         for words, weight in ((read, DICTIONARY_WEIGHT), (guessed, TRANSLATION_WEIGHT)):
             if words:
@@ -412,8 +441,23 @@ class HybridIndex:
             english=language == "en",
             vector=query_vector,
             adapted_dense=adapted_dense,
+            untranslated=untranslated,
         )
-        return Evidence(signals, weak)
+        scores = self.scores(signals)
+        if self.abstainer is None:
+            weak = self._weak(*untranslated, float(lexical.max()), named=bool(len(named)))
+        else:
+            weak = not len(named) and self.abstainer.abstains(self._features(asked, signals, scores))
+        return Evidence(signals, scores, weak)
+
+    def abstention_features(self, query: str, signals: Signals, scores: np.ndarray) -> np.ndarray:
+        """The abstention model's features (`search.abstention`) of `query`, whose `signals` the
+        `scores` rank (for training: by a ranker that did not see it)."""
+        return self._features(self._asked(query), signals, scores)
+
+    def _features(self, asked: _Asked, signals: Signals, scores: np.ndarray) -> np.ndarray:
+        top_cosine = self.semantic.passage_cosine(int(np.argmax(scores)), signals.vector)
+        return request_features(signals, scores, top_cosine, self.groups, asked.words)
 
     def adapted(self, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
         """`signals` with the first model's similarities to the request's vector moved by its adapter."""
@@ -425,7 +469,7 @@ class HybridIndex:
         then `text.cjk_words`): what the dictionary of `language` gives for each of the first
         `LOOKED_UP_WORDS`, and for the first `TRANSLATED_WORDS` of those it lacks, the nearest
         catalog word by the model, if near enough."""
-        read, unread = self._looked_up(query, language)
+        read, unread, _ = self._looked_up(query, language)
         return read + self._guessed(unread)
 
     def _guessed(self, unread: Sequence[str]) -> list[str]:
@@ -435,24 +479,34 @@ class HybridIndex:
         vectors = self._query_vectors.many(unread)
         return self.semantic.closest_words(vectors, self._translation_cosine)
 
-    def _looked_up(self, query: str, language: str) -> tuple[list[str], list[str]]:
+    def _words(self, query: str) -> list[str]:
+        """The distinct words of `query` that could name what it asks: content words of four
+        letters or more, and its CJK words."""
+        spelled = dict.fromkeys(word.lower() for word in text.spelled_words(query) if text.analyze(word))
+        return [*spelled, *text.cjk_words(query, self._query_vectors.embedder.pieces)]
+
+    def _looked_up(self, query: str, language: str) -> tuple[list[str], list[str], Words]:
         """The catalog words the dictionary of `language` gives for the words of `query` that no
-        tool has, and the first `TRANSLATED_WORDS` of those words it lacks, for the model to guess
-        (none where the model has no `translation_cosine`)."""
+        tool has, the first `TRANSLATED_WORDS` of those words it lacks, for the model to guess
+        (none where the model has no `translation_cosine`), and how many of the query's words
+        remain unknown."""
         cjk = text.cjk_words(query, self._query_vectors.embedder.pieces)
-        words = [*self.lexical.unknown_words(query), *filter(self.lexical.is_unknown, cjk)][:LOOKED_UP_WORDS]
+        unknown = [*self.lexical.unknown_words(query), *filter(self.lexical.is_unknown, cjk)][
+            :LOOKED_UP_WORDS
+        ]
         read: list[str] = []
         unread = []
-        for word in words:
+        for word in unknown:
             english = self.dictionaries.english(language, word) if self.dictionaries is not None else ()
             known = [each for each in english if not self.lexical.is_unknown(each)]
             if known:
                 read.extend(known)
             else:
                 unread.append(word)
+        words = Words(len(self._words(query)), len(unread))
         if self._translation_cosine is None:
-            return read, []
-        return read, unread[:TRANSLATED_WORDS]
+            return read, [], words
+        return read, unread[:TRANSLATED_WORDS], words
 
     def _embed_ahead(self, asked: _Asked, parts: Sequence[_Asked]) -> None:
         """Fill the query caches with every vector that ranking the request `asked` and its
@@ -471,13 +525,16 @@ class HybridIndex:
             runs.append((self._query_vectors, words))
         embed_at_once(runs, self._query_runs)
 
-    def _weak(self, scores: np.ndarray, vector: np.ndarray, lexical: np.ndarray, *, named: bool) -> bool:
-        """Whether the best tool is a poor match: nothing named, and both rankers doubtful of it
-        (its passage's cosine to the query and the best lexical score)."""
-        if self._abstention is None or named:
+    def _weak(self, cosine: float, own_lexical: float, translated_lexical: float, *, named: bool) -> bool:
+        """Whether the best tool is a poor match by the calibrated thresholds: nothing named, and
+        both rankers doubtful of it (its passage's `cosine` to the query, and the best lexical
+        score: with dictionaries, that with the request's translated words)."""
+        threshold = self._abstention
+        if threshold is None or named:
             return False
-        cosine = self.semantic.passage_cosine(int(np.argmax(scores)), vector)
-        return cosine < self._abstention.cosine and float(lexical.max()) < self._abstention.lexical
+        if self.dictionaries is not None and threshold.translated_lexical is not None:
+            return cosine < threshold.cosine and translated_lexical < threshold.translated_lexical
+        return cosine < threshold.cosine and own_lexical < threshold.lexical
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,6 +550,8 @@ class _Asked:
     """Catalog words the dictionary gave for its words that no tool has."""
     unread: tuple[str, ...]
     """Its words that no tool has and no dictionary knows, for the model to guess."""
+    words: Words
+    """How much of it the catalog's words cover (for abstention)."""
 
 
 def fused_scores(signals: Signals) -> np.ndarray:
@@ -520,10 +579,11 @@ def build_index(
     companions: Sequence[QueryVectors] = (),
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
+    abstainer: Abstainer | None = None,
 ) -> SearchIndex:
     """The index of `tools`: BM25F alone without an embedder (or in mode bm25), else hybrid or
-    dense, with the `companions`' models, the `ranker` (in hybrid mode) and the `dictionaries`
-    that translate queries; tool vectors come from `cache` where it has them."""
+    dense, with the `companions`' models, the `ranker` and its `abstainer` (in hybrid mode) and
+    the `dictionaries` that translate queries; tool vectors come from `cache` where it has them."""
     lexical = LexicalIndex.build(tools)
     if embedder is None or mode == "bm25":
         return lexical
@@ -536,13 +596,14 @@ def build_index(
         ranker if mode == "hybrid" else None,
         dictionaries,
         mode,
+        abstainer=abstainer if mode == "hybrid" else None,
     )
 
 
 def profile_index(
     tools: Sequence[Tool], profile: Profile, *, mode: Mode = "hybrid", cache: VectorCache | None = None
 ) -> SearchIndex:
-    """`build_index` with a profile's models (the first, then companions), ranker and
+    """`build_index` with a profile's models (the first, then companions), ranker, abstainer and
     dictionaries; BM25F alone for a profile without models."""
     first, *companions = profile.models or (None,)
     return build_index(
@@ -553,6 +614,7 @@ def profile_index(
         companions=[QueryVectors(model) for model in companions],
         ranker=profile.ranker,
         dictionaries=profile.dictionaries,
+        abstainer=profile.abstainer,
     )
 
 
@@ -566,6 +628,7 @@ def _with_models(
     dictionaries: Dictionaries | None = None,
     mode: Literal["dense", "hybrid"] = "hybrid",
     query_runs: Executor | None = QUERY_RUNS,
+    abstainer: Abstainer | None = None,
 ) -> HybridIndex:
     semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
     joined = [
@@ -581,6 +644,7 @@ def _with_models(
         ranker=ranker,
         dictionaries=dictionaries,
         query_runs=query_runs,
+        abstainer=abstainer,
     )
 
 
@@ -593,6 +657,7 @@ def index_builder(
     embedding: EmbeddingWorker | None = None,
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
+    abstainer: Abstainer | None = None,
 ) -> Callable[[Sequence[Tool]], SearchIndex]:
     """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
     query-vector cache per model, shared by every catalog of the process.
@@ -621,6 +686,7 @@ def index_builder(
                 companion_queries,
                 ranker,
                 dictionaries,
+                abstainer=abstainer,
                 query_runs=background.query_runs,
             ),
         )

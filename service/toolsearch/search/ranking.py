@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,9 @@ class Signals:
 
     adapted_dense: np.ndarray | None = None
     """The first model's similarity to the request's adapted vector (with a ranker only)."""
+    untranslated: tuple[float, float] = (0.0, 0.0)
+    """Before the request's words were translated: the best fused tool's passage cosine to the
+    request, and the best lexical score (what abstention judges: translations are guesses)."""
 
 
 class ServerGroups:
@@ -215,6 +218,15 @@ class Ranker:
     def features(self) -> tuple[str, ...]:
         return feature_names(len(self.models) - 1)
 
+    @property
+    def digest(self) -> str:
+        """What ranks: its weights as saved, its adapters, models and dictionaries (an abstention
+        model records it: it reads the scores)."""
+        digest = hashlib.sha256(json.dumps([rounded(self.weights), self.models, self.dictionaries]).encode())
+        for adapter in self.adapters:
+            digest.update(np.ascontiguousarray(adapter, dtype=np.float32).tobytes())
+        return digest.hexdigest()
+
     def fits(self, fingerprints: Sequence[str], dictionaries: Dictionaries | None = None) -> bool:
         """Whether it was trained for exactly these models, in this order, and these dictionaries
         (None: none)."""
@@ -246,29 +258,19 @@ class Ranker:
         document = {
             "format": FORMAT_VERSION,
             "features": list(self.features),
-            "weights": [round(float(w), 8) for w in self.weights],
+            "weights": rounded(self.weights),
             "models": list(self.models),
             "dictionaries": self.dictionaries,
             "adapters": files,
             "training": self.training,
         }
-        document["sha256"] = _document_digest(document)
-        (directory / RANKER_FILE).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        write_document(directory / RANKER_FILE, document)
 
     @classmethod
     def load(cls, directory: Path) -> Ranker:
         """Read a ranker directory, checking the digests of its document and of every adapter file."""
         path = directory / RANKER_FILE
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise ModelError(f"{path}: cannot read a ranker ({error})") from None
-        if not isinstance(document, dict) or document.get("format") != FORMAT_VERSION:
-            raise ModelError(f"{path}: not a ranker of format {FORMAT_VERSION}")
-        if document.get("sha256") != _document_digest(document):
-            raise ModelError(f"{path}: its contents do not match its sha256; train it again")
-        if not _reads_its_features(document):
-            raise ModelError(f"{path}: trained on other features than this version reads; train it again")
+        document = read_document(path, "a ranker", FORMAT_VERSION, _reads_its_features)
         adapters = []
         for entry in document["adapters"]:
             file = directory / entry["file"]
@@ -296,6 +298,35 @@ def _reads_its_features(document: dict[str, Any]) -> bool:
 def _document_digest(document: dict[str, Any]) -> str:
     body = {key: value for key, value in document.items() if key != "sha256"}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def write_document(path: Path, document: dict[str, Any]) -> None:
+    """Write a trained artifact's JSON document with the digest of its contents (`sha256`)."""
+    document["sha256"] = _document_digest(document)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def read_document(
+    path: Path, what: str, version: int, reads_its_features: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """A trained artifact's JSON document, refused unless it is of `version`, matches its digest
+    and `reads_its_features` (those this version computes)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ModelError(f"{path}: cannot read {what} ({error})") from None
+    if not isinstance(document, dict) or document.get("format") != version:
+        raise ModelError(f"{path}: not {what} of format {version}")
+    if document.get("sha256") != _document_digest(document):
+        raise ModelError(f"{path}: its contents do not match its sha256; train it again")
+    if not reads_its_features(document):
+        raise ModelError(f"{path}: trained on other features than this version reads; train it again")
+    return document
+
+
+def rounded(values: np.ndarray) -> list[float]:
+    """Weights as a trained artifact's document keeps them."""
+    return [round(float(value), 8) for value in values]
 
 
 def one_word_names(bare_names: Sequence[str]) -> np.ndarray:
