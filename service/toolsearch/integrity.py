@@ -20,6 +20,7 @@ Three defences sit here (ranking that stuffing cannot buy is in `search.lexical`
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 import re
@@ -34,7 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from confusable_homoglyphs import confusables
+from rapidfuzz.distance import OSA
 
+from toolsearch.naming import split_qualified_name
 from toolsearch.search.documents import tool_fields
 from toolsearch.tool import Tool
 from toolsearch.untrusted import clean_text
@@ -48,6 +51,7 @@ logger = logging.getLogger(__name__)
 OnChange = Literal["allow", "quarantine"]
 
 CONFUSABLE_NAME: Final = "confusable-name"
+IMITATES_TOOL: Final = "imitates-tool"
 _SCANNED_CHARS: Final = 20_000
 """Text past this is not scanned (as it is not searched): bounds the work of a junk definition."""
 _GAP = r"[^.!?\n]{0,60}?"
@@ -91,7 +95,7 @@ _COMPILED: Final = {
     reason: re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
     for reason, patterns in _PATTERNS.items()
 }
-REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME)
+REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME, IMITATES_TOOL)
 """Every reason a tool may be flagged for (the metric's attribute values)."""
 _EVERY_PATTERN = [pattern for patterns in _PATTERNS.values() for pattern in patterns]
 _AT_WORDS = "|".join(f"(?:{pattern[2:]})" for pattern in _EVERY_PATTERN if pattern.startswith(r"\b"))
@@ -164,16 +168,177 @@ def confusable_names(names: Iterable[str]) -> dict[str, list[str]]:
     }
 
 
-def suspicious_reasons(tools: Sequence[Tool]) -> dict[str, tuple[str, ...]]:
-    """The flagged tools of one catalog, by name: why their text addresses the model, and
-    `confusable-name` when their name looks like another tool's. Tools without a flag are left out."""
-    confusable = confusable_names(tool.name for tool in tools)
-    flagged = {}
+@dataclass(frozen=True, slots=True)
+class Integrity:
+    """What one catalog's tools are flagged for (`integrity`)."""
+
+    reasons: Mapping[str, tuple[str, ...]]
+    """Why each flagged tool looks hostile (reasons of `REASONS`), by name; unflagged tools left out."""
+    imitated: Mapping[str, str]
+    """The tool each look-alike imitates, by the look-alike's name."""
+
+
+def integrity(tools: Sequence[Tool], allowed: Sequence[str] = ()) -> Integrity:
+    """The flags of one catalog: text that addresses the model (`text_reasons`), a name made with
+    look-alike letters of another tool's (`confusable-name`), and a look-alike of another tool's
+    definition (`imitates-tool`, `lookalikes`), each naming the tool it imitates. Tools whose names
+    match a glob of `allowed` are never flagged for their names (the operator's word over the rule's)."""
+    confusable = {
+        name: next(other for other in others if other.isascii() or not name.isascii())
+        for name, others in confusable_names(tool.name for tool in tools).items()
+        if not _canonical_among(name, others)
+    }
+    copies = lookalikes(tools)
+    imitated = {
+        name: original
+        for name, original in {**confusable, **copies}.items()
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
+    }
+    reasons = {}
     for tool in tools:
-        reasons = text_reasons(tool) + ((CONFUSABLE_NAME,) if tool.name in confusable else ())
-        if reasons:
-            flagged[tool.name] = reasons
-    return flagged
+        found = text_reasons(tool)
+        if tool.name in imitated:
+            found += (CONFUSABLE_NAME,) if tool.name in confusable else ()
+            found += (IMITATES_TOOL,) if tool.name in copies else ()
+        if found:
+            reasons[tool.name] = found
+    return Integrity(reasons, imitated)
+
+
+def suspicious_reasons(tools: Sequence[Tool]) -> dict[str, tuple[str, ...]]:
+    """The flagged tools of one catalog, by name (`integrity(tools).reasons`)."""
+    return dict(integrity(tools).reasons)
+
+
+def _canonical_among(name: str, others: Sequence[str]) -> bool:
+    """Whether `name` is the plain form of the names confusable with it: plain ASCII where some
+    other uses look-alike letters (the imitation is the one that needed them). Names all plain or
+    all not are each flagged: which came first is not for the text to say."""
+    return name.isascii() and not all(other.isascii() for other in others)
+
+
+_VERSION_SUFFIX = re.compile(
+    r"(?:[\W_]+(?:v\d+(?:[._]\d+)*|\d+|new|newer|latest|next|beta|alpha|updated|official|fixed|final|pro|plus)"
+    r"|(?<=[a-z])v?\d+)$"
+)
+"""A version or variant suffix at the end of a name: `_v2`, `-v3`, `_new`, `2`."""
+_NEAR_WORDS = 0.9
+"""Two definitions are near-equal when this share of the shorter text's words is in the other..."""
+_NEAR_PARAMETERS = 0.8
+"""...and this share of the parameter names of either is in the other."""
+
+
+def lookalikes(tools: Sequence[Tool]) -> dict[str, str]:
+    """Each tool whose definition equals or nearly equals another tool's under a name that only a
+    look-alike letter, a version suffix or one edit of a letter on another server sets apart: the
+    name it imitates.
+
+    Which of two such tools imitates the other: the one with look-alike letters or the suffix; for
+    an edit, the one whose server is made of such copies more than the other's (an imitator's
+    server holds little else). When neither is (two one-tool servers), each is flagged, naming the
+    other. Two servers of one vendor listing the same tools (`ms365`, `ms365-mail-calendar`) are
+    not look-alikes: their names differ by a word, not by a letter."""
+    by_name = {tool.name: tool for tool in tools}
+    pairs = [
+        pair for pair in _candidate_pairs(list(by_name)) if _near_equal(by_name[pair[0]], by_name[pair[1]])
+    ]
+    copied = Counter(split_qualified_name(name)[0] for pair in pairs for name in pair)
+    sizes = Counter(split_qualified_name(name)[0] for name in by_name)
+    imitated: dict[str, str] = {}
+    for first, second in pairs:
+        for suspect, original in ((first, second), (second, first)):
+            if _imitates(suspect, original, copied, sizes):
+                imitated.setdefault(suspect, original)
+    return imitated
+
+
+def _imitates(suspect: str, original: str, copied: Counter[str], sizes: Counter[str]) -> bool:
+    """Whether `suspect` is the imitation in a pair of look-alikes with near-equal definitions."""
+    if name_skeleton(suspect) == name_skeleton(original):
+        return not _canonical_among(suspect, [original])
+    if _unversioned(suspect) == name_skeleton(original):
+        return True
+    if _unversioned(original) == name_skeleton(suspect):
+        return False
+    share = {
+        name: copied[split_qualified_name(name)[0]] / sizes[split_qualified_name(name)[0]]
+        for name in (suspect, original)
+    }
+    return share[suspect] >= share[original]
+
+
+@lru_cache(maxsize=65536)
+def _unversioned(name: str) -> str:
+    """The skeleton of `name` without a version suffix (its skeleton when it has none)."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    return name_skeleton(_VERSION_SUFFIX.sub("", folded))
+
+
+def _candidate_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs of names that look alike: one skeleton, one a version of the other, or the same tool
+    name on servers one edit apart. Found through keys (`_keys`), not by comparing every pair."""
+    by_key: dict[str, list[str]] = {}
+    for name in names:
+        for key in _keys(name):
+            by_key.setdefault(key, []).append(name)
+    pairs: set[tuple[str, str]] = set()
+    for key, group in by_key.items():
+        if not 1 < len(group) <= _MAX_GROUP:
+            continue
+        for position, first in enumerate(group):
+            for second in group[position + 1 :]:
+                if key.startswith("=") or _servers_one_edit_apart(first, second):
+                    pairs.add((first, second) if first < second else (second, first))
+    return sorted(pairs)
+
+
+_MAX_GROUP = 64
+"""Names sharing one key beyond this are not compared (a catalog of thousands of look-alikes would
+cost its square): many near names are not one imitation."""
+
+
+@lru_cache(maxsize=65536)
+def _keys(name: str) -> frozenset[str]:
+    """A name's skeleton, its unversioned skeleton, and its server's skeleton with each one letter
+    deleted (and whole) before its tool's: two servers one edit apart share such a key."""
+    server, bare = split_qualified_name(name)
+    keys = {"=" + name_skeleton(name), "=" + _unversioned(name)}
+    if server:
+        folded, tail = name_skeleton(server), "/" + name_skeleton(bare)
+        keys.add("-" + folded + tail)
+        keys.update("-" + folded[:i] + folded[i + 1 :] + tail for i in range(len(folded)))
+    return frozenset(keys)
+
+
+def _servers_one_edit_apart(first: str, second: str) -> bool:
+    (server, bare), (other_server, other_bare) = split_qualified_name(first), split_qualified_name(second)
+    return (
+        name_skeleton(bare) == name_skeleton(other_bare)
+        and OSA.distance(name_skeleton(server), name_skeleton(other_server)) == 1
+    )
+
+
+def _near_equal(first: Tool, second: Tool) -> bool:
+    """Whether two definitions say nearly the same: words of one text in the other, same parameters."""
+    if first.digest == second.digest:
+        return True
+    words = [_definition_words(tool) for tool in (first, second)]
+    shorter = min(len(words[0]), len(words[1]))
+    if shorter and len(words[0] & words[1]) < _NEAR_WORDS * shorter:
+        return False
+    if not shorter and (words[0] or words[1]):
+        return False
+    parameters = [frozenset(tool_fields(tool)["parameter_names"].split()) for tool in (first, second)]
+    wider = max(len(parameters[0]), len(parameters[1]))
+    return not wider or len(parameters[0] & parameters[1]) >= _NEAR_PARAMETERS * wider
+
+
+def _definition_words(tool: Tool) -> frozenset[str]:
+    fields = tool_fields(tool)
+    return frozenset(_WORDS.findall(f"{fields['title']} {fields['description']}".casefold()))
+
+
+_WORDS = re.compile(r"\w+")
 
 
 class Approvals:
