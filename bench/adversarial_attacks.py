@@ -311,7 +311,8 @@ def _lookalike_name(w: _Writer, original: str, how: str) -> str | None:
         chosen = set(w.rng.sample(letters, min(w.rng.randint(1, 2), len(letters))))
         bare = "".join(table[c] if i in chosen else c for i, c in enumerate(bare))
     name = f"{server}_{bare}"
-    return None if name == original or server in w.m.servers else name
+    moved = how.startswith("server") and server in w.m.servers  # onto a real server: not a look-alike
+    return None if name == original or moved else name
 
 
 def _lookalike(w: _Writer, variant: Mapping[str, Any]) -> HostileTool | None:

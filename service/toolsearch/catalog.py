@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
-from toolsearch.integrity import ToolGuard, suspicious_reasons
+from toolsearch.integrity import Integrity, ToolGuard, integrity
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
@@ -56,15 +56,20 @@ _MAX_WAIT_SECONDS: Final = 30.0
 class Toolset:
     """A distinct list of tools, shared by every caller who sees exactly these tools."""
 
-    __slots__ = ("__weakref__", "_servers", "digest", "flagged", "index", "positions", "tools")
+    __slots__ = ("__weakref__", "_servers", "digest", "flagged", "imitated", "index", "positions", "tools")
 
-    def __init__(self, tools: tuple[Tool, ...], digest: str, index: SearchIndex) -> None:
+    def __init__(
+        self, tools: tuple[Tool, ...], digest: str, index: SearchIndex, flags: Integrity | None = None
+    ) -> None:
         self.tools = tools
         self.digest = digest
         self.index = index
         self.positions = {tool.name: position for position, tool in enumerate(tools)}
-        self.flagged = suspicious_reasons(tools)
-        """Why each flagged tool looks hostile (`integrity.suspicious_reasons`), by name."""
+        flags = flags or integrity(tools)
+        self.flagged = flags.reasons
+        """Why each flagged tool looks hostile (`integrity.integrity`), by name."""
+        self.imitated = flags.imitated
+        """The tool each look-alike imitates, by the look-alike's name."""
         self._servers: tuple[tuple[str, int], ...] | None = None
 
     @property
@@ -145,6 +150,10 @@ class Catalog:
     def suspicious(self, name: str) -> tuple[str, ...]:
         """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""
         return self._toolset.flagged.get(name, ())
+
+    def imitated(self, name: str) -> str | None:
+        """The tool that tool `name` imitates (a look-alike), or None."""
+        return self._toolset.imitated.get(name)
 
     def withheld(self, name: str) -> str | None:
         """Why tool `name` is kept from this caller (quarantined, or flagged with --hide-suspicious)."""
@@ -346,7 +355,9 @@ class CatalogService:
         shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         if self._guard is not None:
             # A known catalog's flags are its toolset's; a new one's are found off the event loop.
-            flagged = shared.flagged if shared else await asyncio.to_thread(suspicious_reasons, tools)
+            flagged = (
+                shared.flagged if shared else (await asyncio.to_thread(self._guard.flags, tools)).reasons
+            )
             with suppress(StoreUnavailable):  # pins are checked again at the next listing
                 await self._guard.review(identity.key, tools, flagged)
         logger.info(
@@ -434,7 +445,10 @@ class CatalogService:
 
     async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
         # The index and the flags of a new catalog take a while: off the event loop.
-        toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, self._build_index(tools)))
+        flags = self._guard.flags if self._guard is not None else integrity
+        toolset = await asyncio.to_thread(
+            lambda: Toolset(tools, digest, self._build_index(tools), flags(tools))
+        )
         self._toolsets[digest] = toolset
         return toolset
 

@@ -68,22 +68,47 @@ _PATTERNS: Final[dict[str, tuple[str, ...]]] = {
         rf"\binstead of\s+(?:using|calling|invoking)?\s*{_TOOLS}",
         rf"\b{_TOOLS}\s+(?:are|is)\s+(?:deprecated|broken|unsafe|disabled|outdated|malicious)\b",
         r"\binstead of the others\b",
+        r"\b(?:supersedes?|outranks?|overrides?|replaces?|takes? precedence over)\s+(?:every|all|any)\b"
+        rf"{_GAP}\b(?:tools?|functions?|instructions)\b",
+        rf"\b(?:remaining|other)\s+(?:tools?|functions?){_GAP}\b(?:obsolete|deprecated|broken|unsafe|outdated"
+        r"|unreliable|malicious)\b",
+        r"\b(?:prefer|choose|pick|select|use)\s+this\s+(?:tool|function|one)\s+over\s+(?:all|any|every|the)\s+"
+        r"(?:others?|alternatives?|other)\b",
+        r"\beven\s+(?:when|if)\s+(?:another|other|a different)\s+tools?\b",
     ),
     "instructs-to-ignore": (
         r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier"
         r"|other|your|system|existing)\s+(?:instructions|rules|prompts?|tools|guidelines|directions)\b",
         r"\bignore (?:all|any) other\b",
+        r"\b(?:ignore|disregard|forget)\s+(?:the\s+)?(?:rest of the\s+)?(?:tool list|tools list|list of tools"
+        r"|available tools|other tools)\b",
     ),
     "instructs-to-always-call": (
         r"\balways\s+(?:call|use|invoke|run|prefer|choose|pick|select)\s+this\s+(?:tool|function|one)\b",
         rf"\b(?:call|use|invoke|run)\s+this\s+(?:tool|function|one){_GAP}\bbefore\s+(?:any|every|all)\s+(?:other\s+)?tools?\b",
         r"<\s*/?\s*(?:important|system)\s*>",
+        r"\b(?:route|send|direct|pass)\s+(?:all|every|each|any)\s+(?:requests?|tasks?|queries|questions?|calls?)"
+        r"\s+(?:through|to|via)\s+(?:this|it)\b",
+        r"\b(?:select|use|call|invoke|choose|pick)\s+this\s+(?:tool|function|one)\s+for\s+(?:every|all|any|each)\s+"
+        r"(?:tasks?|requests?|quer(?:y|ies)|questions?|purposes?)\b",
+        r"\bonly\s+this\s+(?:one|tool|function)\s+(?:should|must|may|can)\s+be\s+used\b",
+        rf"\bmust\s+(?:first\s+)?(?:invoke|call|use|run)\s+this\s+(?:tool|function){_GAP}\bbefore\s+"
+        r"(?:answering|responding|replying|anything|doing anything)\b",
     ),
     "hides-from-user": (
         r"\b(?:do not|don't|never)\s+(?:tell|inform|let|notify|alert)\s+the\s+user\s+"
         r"(?:about|know|that you)\b",
         r"\bwithout\s+(?:telling|informing|notifying|alerting)\s+the\s+user\b",
         r"\b(?:the\s+)?user\s+(?:must|should)\s+not\s+(?:know|see|be told)\b",
+        rf"\b(?:never|do not|don't)\s+(?:mention|reveal|disclose)\b{_GAP}"
+        r"\b(?:to\s+the\s+user|that\s+this\s+tool)\b",
+    ),
+    "claims-authority": (
+        r"\b(?:treat|consider|read)\s+this\s+(?:description|text|message)\s+as\s+(?:an?\s+)?(?:system|developer)\s+"
+        r"(?:instruction|prompt|message)",
+        r"\b(?:outranks?|overrides?|supersedes?|takes? precedence over)\s+(?:the\s+)?"
+        r"(?:user|system prompt)\b",
+        r"\bwhatever\s+the\s+user\s+(?:asks|says|wants|requests)\b",
     ),
     "asks-for-secrets": (
         rf"\b(?:pass|send|include|attach|forward|upload|copy|paste|put)\b{_GAP}\b(?:the\s+)?user'?s?\s+{_SECRETS}",
@@ -126,10 +151,29 @@ def _text_reasons(text: str) -> tuple[str, ...]:
 
 def text_reasons(tool: Tool) -> tuple[str, ...]:
     """Why the text of `tool` addresses the model (reasons of `REASONS`, in their order); () when
-    it does not."""
+    it does not. Read: its title, description and every string of its input schema (parameter
+    descriptions, titles, enum values, defaults, examples): the model reads them all."""
     fields = tool_fields(tool)
-    text = "\n".join((fields["title"], fields["description"], fields["parameter_descriptions"]))
-    return _text_reasons(text)
+    return _text_reasons(
+        ". ".join((fields["title"], fields["description"], *_schema_strings(tool.input_schema)))
+    )
+
+
+def _schema_strings(schema: Mapping[str, object]) -> list[str]:
+    """The strings of a schema (not its keys), depth first, until `_SCANNED_CHARS` of them."""
+    found: list[str] = []
+    total = 0
+    stack: list[object] = [schema]
+    while stack and total < _SCANNED_CHARS:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+            total += len(value)
+        elif isinstance(value, Mapping):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return found
 
 
 def _skeleton_chars(text: str) -> str:
@@ -181,28 +225,78 @@ class Integrity:
 def integrity(tools: Sequence[Tool], allowed: Sequence[str] = ()) -> Integrity:
     """The flags of one catalog: text that addresses the model (`text_reasons`), a name made with
     look-alike letters of another tool's (`confusable-name`), and a look-alike of another tool's
-    definition (`imitates-tool`, `lookalikes`), each naming the tool it imitates. Tools whose names
-    match a glob of `allowed` are never flagged for their names (the operator's word over the rule's)."""
-    confusable = {
+    definition (`imitates-tool`, `lookalikes`), each naming the tool it imitates. A tool whose name,
+    or the name of the tool it would imitate, matches a glob of `allowed` is not flagged for its name
+    (the operator's word over the rule's)."""
+    names = [tool.name for tool in tools]
+    confusable: dict[str, str | None] = {
         name: next(other for other in others if other.isascii() or not name.isascii())
-        for name, others in confusable_names(tool.name for tool in tools).items()
+        for name, others in confusable_names(names).items()
         if not _canonical_among(name, others)
     }
+    confusable = {**mixed_script_names(names), **confusable}
     copies = lookalikes(tools)
     imitated = {
         name: original
-        for name, original in {**confusable, **copies}.items()
-        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
+        for name in {*confusable, *copies}
+        if (original := copies.get(name) or confusable.get(name))
     }
+
+    def allowed_name(name: str | None) -> bool:
+        return name is not None and any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
+
+    # A pair the operator allows is left alone whichever of its two names the pattern matches.
+    flagged = {
+        name
+        for name in {*confusable, *copies}
+        if not (allowed_name(name) or allowed_name(imitated.get(name)))
+    }
+    imitated = {name: original for name, original in imitated.items() if name in flagged}
     reasons = {}
     for tool in tools:
         found = text_reasons(tool)
-        if tool.name in imitated:
+        if tool.name in flagged:
             found += (CONFUSABLE_NAME,) if tool.name in confusable else ()
             found += (IMITATES_TOOL,) if tool.name in copies else ()
         if found:
             reasons[tool.name] = found
     return Integrity(reasons, imitated)
+
+
+def mixed_script_names(names: Sequence[str]) -> dict[str, str | None]:
+    """Each name with a word that mixes Latin letters with another script's (Greek `η` in
+    `create_preseηtation`, beyond Unicode's confusables), with the name of its server it imitates:
+    one as long whose letters are the same wherever the mixed name's are ASCII (None when none is)."""
+    mixed = [name for name in names if not name.isascii() and _mixes_scripts(name)]
+    if not mixed:
+        return {}
+    by_server: dict[str, list[str]] = {}
+    for name in names:
+        if name.isascii():
+            by_server.setdefault(split_qualified_name(name)[0], []).append(name)
+    found: dict[str, str | None] = {}
+    for name in mixed:
+        folded = unicodedata.normalize("NFKC", name).casefold()
+        same = by_server.get(split_qualified_name(name)[0], [])[:_MAX_SERVER_SCAN]
+        found[name] = next((other for other in same if _same_but_letters(folded, other.casefold())), None)
+    return found
+
+
+_MAX_SERVER_SCAN = 2000
+"""At most this many names of one server are compared with a mixed-script name."""
+
+
+def _mixes_scripts(name: str) -> bool:
+    for word in _SEPARATORS.split(unicodedata.normalize("NFKC", name)):
+        scripts = {unicodedata.name(char, "?").split()[0] for char in word if char.isalpha()}
+        if "LATIN" in scripts and len(scripts) > 1:
+            return True
+    return False
+
+
+def _same_but_letters(mixed: str, plain: str) -> bool:
+    """Whether `plain` has `mixed`'s characters wherever those are ASCII (and as many)."""
+    return len(mixed) == len(plain) and all(a == b for a, b in zip(mixed, plain, strict=True) if a.isascii())
 
 
 def suspicious_reasons(tools: Sequence[Tool]) -> dict[str, tuple[str, ...]]:
@@ -404,12 +498,18 @@ class ToolGuard:
         hide_suspicious: bool = False,
         on_change: OnChange = "allow",
         approvals: Approvals | None = None,
+        allowed_lookalikes: Sequence[str] = (),
     ) -> None:
         self._store = store
         self._telemetry = telemetry
         self.hide_suspicious = hide_suspicious
         self.on_change = on_change
         self._approvals = approvals or Approvals(None)
+        self.allowed_lookalikes = tuple(allowed_lookalikes)
+
+    def flags(self, tools: Sequence[Tool]) -> Integrity:
+        """What `tools` are flagged for (`integrity`), with the operator's allowed look-alikes."""
+        return integrity(tools, self.allowed_lookalikes)
 
     async def review(self, key: str, tools: Sequence[Tool], flagged: Mapping[str, Sequence[str]]) -> None:
         """What a new listing of catalog `key` shows: each flagged tool logged (name and reasons) and

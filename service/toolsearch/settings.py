@@ -65,6 +65,11 @@ class Settings(BaseSettings):
         description="Keep tools flagged suspicious (text that instructs the model, a name confusable with "
         "another tool's) out of search and calls; without it they are served, marked `suspicious`.",
     )
+    allow_lookalike: PatternList = Field(
+        default_factory=list,
+        description="Glob patterns of tool names never flagged as look-alikes of another tool (when the "
+        "rule is wrong about them, e.g. `acme-eu_*` for a vendor's second server one letter off).",
+    )
     on_tool_change: Literal["allow", "quarantine"] = Field(
         "allow",
         description="What a tool whose definition changed since its catalog first listed it gets: allow "
