@@ -106,6 +106,46 @@ def _length_normaliser(lengths: np.ndarray, b: np.ndarray) -> np.ndarray:
     return normaliser
 
 
+_PROSE_FIELDS = [
+    FIELDS.index(field) for field in ("title", "summary", "description", "parameter_descriptions")
+]
+
+
+def _foreign(documents: Sequence[ToolDocument]) -> np.ndarray:
+    """Per tool, whether its text is written in another language than the catalog's (the language
+    most of its tools whose language can be told are written in). Such a tool's prose (title,
+    description, parameter descriptions) is not searched: requests in its language would match
+    it alone, since no tool of the catalog has their words, and those words would then not be
+    translated into the catalog's (`HybridIndex` translates only words no tool has). It is still
+    found by its name and parameters, and by meaning."""
+    languages = np.array([document.language for document in documents], dtype=object)
+    told = languages[languages != ""]
+    if not len(told):
+        return np.zeros(len(documents), dtype=bool)
+    values, counts = np.unique(told, return_counts=True)
+    foreign: np.ndarray = (languages != "") & (languages != values[np.argmax(counts)])
+    return foreign
+
+
+LENGTH_QUANTILE = 99.0
+"""A field longer than this percentile of the catalog's (non-empty) fields of its kind is longer
+than one tool's job needs: see `_excess_length`."""
+
+
+def _excess_length(lengths: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per tool and field, how many times longer than the catalog's `LENGTH_QUANTILE` the field is
+    (1 where it is not): its words count that many times less. BM25's own normalisation divides by
+    a length only in part (b < 1), so a field of any length buys more matches than a job's text; past
+    what nearly every tool of this catalog writes in that field (a 40-word title, a name of 12
+    words, a description of thousands), the division is whole. Fields without length normalisation
+    (the server) are left alone."""
+    caps = np.array(
+        [np.percentile(field[field > 0], LENGTH_QUANTILE) if field.any() else 1.0 for field in lengths.T]
+    )
+    excess: np.ndarray = np.maximum(lengths / np.maximum(caps, 1.0), 1.0)
+    return np.where(b > 0, excess, 1.0)
+
+
 class LexicalIndex:
     """BM25F scores of one catalog's tools; immutable and safe to share between threads."""
 
@@ -151,16 +191,21 @@ class LexicalIndex:
         all_ids = np.concatenate(
             [np.zeros(0, np.int32), *(field for document in documents for field in document.fields)]
         )
-        term_ids, columns = np.unique(all_ids, return_inverse=True)
-        columns = columns.ravel()
         # One entry per term occurrence, in document order, then field order.
         rows = np.repeat(np.repeat(np.arange(size), field_count), lengths.ravel())
         fields = np.repeat(np.tile(np.arange(field_count), size), lengths.ravel())
+        foreign = _foreign(documents)
+        if foreign.any():
+            kept = ~(foreign[rows] & np.isin(fields, _PROSE_FIELDS))
+            all_ids, rows, fields = all_ids[kept], rows[kept], fields[kept]
+            lengths = lengths * ~(foreign[:, None] & np.isin(np.arange(field_count), _PROSE_FIELDS))
+        term_ids, columns = np.unique(all_ids, return_inverse=True)
+        columns = columns.ravel()
         shape = (size, len(term_ids))
 
         weight = np.array([FIELD_WEIGHTS[field].weight for field in FIELDS])
         b = np.array([FIELD_WEIGHTS[field].length_normalisation for field in FIELDS])
-        normaliser = _length_normaliser(lengths, b)
+        normaliser = _length_normaliser(lengths, b) * _excess_length(lengths, b)
         # Each occurrence adds its field's weight over its field's length normaliser; the sparse
         # constructor sums the occurrences of one term in one tool.
         frequency = scipy.sparse.csc_array(
