@@ -127,25 +127,6 @@ def _foreign(documents: Sequence[ToolDocument]) -> np.ndarray:
     return foreign
 
 
-LENGTH_QUANTILE = 99.0
-"""A field longer than this percentile of the catalog's (non-empty) fields of its kind is longer
-than one tool's job needs: see `_excess_length`."""
-
-
-def _excess_length(lengths: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per tool and field, how many times longer than the catalog's `LENGTH_QUANTILE` the field is
-    (1 where it is not): its words count that many times less. BM25's own normalisation divides by
-    a length only in part (b < 1), so a field of any length buys more matches than a job's text; past
-    what nearly every tool of this catalog writes in that field (a 40-word title, a name of 12
-    words, a description of thousands), the division is whole. Fields without length normalisation
-    (the server) are left alone."""
-    caps = np.array(
-        [np.percentile(field[field > 0], LENGTH_QUANTILE) if field.any() else 1.0 for field in lengths.T]
-    )
-    excess: np.ndarray = np.maximum(lengths / np.maximum(caps, 1.0), 1.0)
-    return np.where(b > 0, excess, 1.0)
-
-
 class LexicalIndex:
     """BM25F scores of one catalog's tools; immutable and safe to share between threads."""
 
@@ -205,7 +186,7 @@ class LexicalIndex:
 
         weight = np.array([FIELD_WEIGHTS[field].weight for field in FIELDS])
         b = np.array([FIELD_WEIGHTS[field].length_normalisation for field in FIELDS])
-        normaliser = _length_normaliser(lengths, b) * _excess_length(lengths, b)
+        normaliser = _length_normaliser(lengths, b)
         # Each occurrence adds its field's weight over its field's length normaliser; the sparse
         # constructor sums the occurrences of one term in one tool.
         frequency = scipy.sparse.csc_array(
