@@ -170,16 +170,32 @@ class _VectorFile(MemoryVectorCache):
 
 def _builders(options: Options) -> list[tuple[str, Build, _VectorFile | None]]:
     from toolsearch.embedding.profile import load_profile
-    from toolsearch.search.hybrid import profile_index
+    from toolsearch.search.hybrid import QueryVectors, build_index
     from toolsearch.search.lexical import LexicalIndex
 
     builders: list[tuple[str, Build, _VectorFile | None]] = [("bm25", LexicalIndex.build, None)]
     for profile in options.measured_profiles:
         loaded = load_profile(profile_directories(profile.model_dir), threads=2)
         cache = _VectorFile(VECTOR_DIR)
+        # One query cache per model for every index of the run: each request is embedded once.
+        first, *others = (QueryVectors(model) for model in loaded.models)
 
-        def build(tools: Sequence[Tool], cache: _VectorFile = cache, loaded: Any = loaded) -> SearchIndex:
-            return profile_index(tools, loaded, cache=cache)
+        def build(
+            tools: Sequence[Tool],
+            cache: _VectorFile = cache,
+            loaded: Any = loaded,
+            first: QueryVectors = first,
+            others: list[QueryVectors] = others,
+        ) -> SearchIndex:
+            return build_index(
+                tools,
+                first.embedder,
+                cache=cache,
+                query_vectors=first,
+                companions=others,
+                ranker=loaded.ranker,
+                dictionaries=loaded.dictionaries,
+            )
 
         builders.append((profile.label, build, cache))
     return builders
