@@ -52,6 +52,7 @@ OnChange = Literal["allow", "quarantine"]
 
 CONFUSABLE_NAME: Final = "confusable-name"
 IMITATES_TOOL: Final = "imitates-tool"
+COPIES_TOOL: Final = "copies-tool"
 _SCANNED_CHARS: Final = 20_000
 """Text past this is not scanned (as it is not searched): bounds the work of a junk definition."""
 _GAP = r"[^.!?\n]{0,60}?"
@@ -120,7 +121,7 @@ _COMPILED: Final = {
     reason: re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
     for reason, patterns in _PATTERNS.items()
 }
-REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME, IMITATES_TOOL)
+REASONS: Final = (*_PATTERNS, CONFUSABLE_NAME, IMITATES_TOOL, COPIES_TOOL)
 """Every reason a tool may be flagged for (the metric's attribute values)."""
 _EVERY_PATTERN = [pattern for patterns in _PATTERNS.values() for pattern in patterns]
 _AT_WORDS = "|".join(f"(?:{pattern[2:]})" for pattern in _EVERY_PATTERN if pattern.startswith(r"\b"))
@@ -224,8 +225,9 @@ class Integrity:
 
 def integrity(tools: Sequence[Tool], allowed: Sequence[str] = ()) -> Integrity:
     """The flags of one catalog: text that addresses the model (`text_reasons`), a name made with
-    look-alike letters of another tool's (`confusable-name`), and a look-alike of another tool's
-    definition (`imitates-tool`, `lookalikes`), each naming the tool it imitates. A tool whose name,
+    look-alike letters of another tool's (`confusable-name`), a look-alike of another tool's
+    definition (`imitates-tool`, `lookalikes`) and a copy of it on another vendor's server
+    (`copies-tool`, `copies`), each naming the tool it imitates. A tool whose name,
     or the name of the tool it would imitate, matches a glob of `allowed` is not flagged for its name
     (the operator's word over the rule's)."""
     names = [tool.name for tool in tools]
@@ -235,11 +237,15 @@ def integrity(tools: Sequence[Tool], allowed: Sequence[str] = ()) -> Integrity:
         if not _canonical_among(name, others)
     }
     confusable = {**mixed_script_names(names), **confusable}
-    copies = lookalikes(tools)
+    lookalike = lookalikes(tools)
+    # A look-alike pair is one already: its original is no copy of its imitation.
+    copied = {
+        name: original for name, original in copies(tools).items() if {name, original}.isdisjoint(lookalike)
+    }
     imitated = {
         name: original
-        for name in {*confusable, *copies}
-        if (original := copies.get(name) or confusable.get(name))
+        for name in {*confusable, *lookalike, *copied}
+        if (original := lookalike.get(name) or confusable.get(name) or copied.get(name))
     }
 
     def allowed_name(name: str | None) -> bool:
@@ -248,7 +254,7 @@ def integrity(tools: Sequence[Tool], allowed: Sequence[str] = ()) -> Integrity:
     # A pair the operator allows is left alone whichever of its two names the pattern matches.
     flagged = {
         name
-        for name in {*confusable, *copies}
+        for name in {*confusable, *lookalike, *copied}
         if not (allowed_name(name) or allowed_name(imitated.get(name)))
     }
     imitated = {name: original for name, original in imitated.items() if name in flagged}
@@ -257,7 +263,8 @@ def integrity(tools: Sequence[Tool], allowed: Sequence[str] = ()) -> Integrity:
         found = text_reasons(tool)
         if tool.name in flagged:
             found += (CONFUSABLE_NAME,) if tool.name in confusable else ()
-            found += (IMITATES_TOOL,) if tool.name in copies else ()
+            found += (IMITATES_TOOL,) if tool.name in lookalike else ()
+            found += (COPIES_TOOL,) if tool.name in copied else ()
         if found:
             reasons[tool.name] = found
     return Integrity(reasons, imitated)
@@ -344,6 +351,37 @@ def lookalikes(tools: Sequence[Tool]) -> dict[str, str]:
             if _imitates(suspect, original, copied, sizes):
                 imitated.setdefault(suspect, original)
     return imitated
+
+
+def copies(tools: Sequence[Tool]) -> dict[str, str]:
+    """Each tool whose definition equals or nearly equals another's of the same tool name on a
+    server of another vendor (the first word of the server names differs: `github` and `acme`, not
+    `ms365` and `ms365-mail-calendar`): the tool it copies. Of the two, the copy is the one that
+    says more (it added a line); when they say as much, each is flagged, naming the other."""
+    by_bare: dict[str, list[Tool]] = {}
+    for tool in tools:
+        server, bare = split_qualified_name(tool.name)
+        if server:
+            by_bare.setdefault(name_skeleton(bare), []).append(tool)
+    copied: dict[str, str] = {}
+    for group in by_bare.values():
+        if not 1 < len(group) <= _MAX_GROUP:
+            continue
+        for position, first in enumerate(group):
+            for second in group[position + 1 :]:
+                if _vendor(first.name) == _vendor(second.name) or not _near_equal(first, second):
+                    continue
+                sizes = len(_definition_words(first)), len(_definition_words(second))
+                if sizes[0] >= sizes[1]:
+                    copied.setdefault(first.name, second.name)
+                if sizes[1] >= sizes[0]:
+                    copied.setdefault(second.name, first.name)
+    return copied
+
+
+def _vendor(name: str) -> str:
+    """The first word of a tool's server name (`ms365` of `ms365-mail-calendar_send-mail`)."""
+    return split_qualified_name(name)[0].split("-")[0].casefold()
 
 
 def _imitates(suspect: str, original: str, copied: Counter[str], sizes: Counter[str]) -> bool:
