@@ -35,7 +35,7 @@ from bench.options import Options, profile_directories, profiles_note
 from bench.report import RESULTS_DIR, Floor, Section, Table
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.evaluation import Query, load_queries
-from toolsearch.integrity import integrity
+from toolsearch.integrity import MAX_DEMOTED, flagged_last, integrity
 from toolsearch.search import SearchIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
@@ -92,12 +92,21 @@ def recall_at_5(rankings: Sequence[Sequence[str]], queries: Sequence[Query]) -> 
 
 
 def rankings(
-    index: SearchIndex, names: Sequence[str], queries: Sequence[Query], hidden: frozenset[str] = frozenset()
+    index: SearchIndex,
+    names: Sequence[str],
+    queries: Sequence[Query],
+    *,
+    flagged: frozenset[str] = frozenset(),
+    hidden: bool = False,
 ) -> list[list[str]]:
+    """Each query's best `DEPTH` names as search answers them (`Catalog.hits`): the `flagged` tools
+    after the others, or with `hidden` (--hide-suspicious) left out."""
+    positions = frozenset(position for position, name in enumerate(names) if name in flagged)
     found = []
     for query in queries:
-        hits = index.search(query.text, DEPTH + len(hidden))
-        found.append([n for n in (names[hit.position] for hit in hits) if n not in hidden][:DEPTH])
+        hits = index.search(query.text, DEPTH + min(len(positions), MAX_DEMOTED))
+        kept = [hit for hit in hits if not (hidden and hit.position in positions)]
+        found.append([names[hit.position] for hit in flagged_last(kept, positions)][:DEPTH])
     return found
 
 
@@ -110,9 +119,9 @@ def measure(
     attacked = [*catalog, *(interner.intern(tool.definition) for tool in hostile)]
     names = [tool.name for tool in attacked]
     index = build(attacked)
-    ranked = rankings(index, names, queries)
     found = integrity(attacked)
-    hidden_ranked = rankings(index, names, queries, frozenset(found.reasons))
+    ranked = rankings(index, names, queries, flagged=frozenset(found.reasons))
+    hidden_ranked = rankings(index, names, queries, flagged=frozenset(found.reasons), hidden=True)
     recall = recall_at_5(ranked, queries)
     figures = {}
     for family in ("all", *sorted({tool.family for tool in hostile})):
@@ -224,7 +233,9 @@ def run(options: Options) -> Section:
     data: dict[str, Any] = {"seed": SEED, "requests": len(queries), "real tools flagged": false_flags}
     tables, floors = [], []
     for label, build, cache in _builders(options):
-        clean = recall_at_5(rankings(build(catalog), [tool.name for tool in catalog], queries), queries)
+        names = [tool.name for tool in catalog]
+        flagged = frozenset(integrity(catalog).reasons)
+        clean = recall_at_5(rankings(build(catalog), names, queries, flagged=flagged), queries)
         by_side = {
             side: measure(catalog, [t for t in hostile if t.side == side], queries, build) for side in SIDES
         }

@@ -241,6 +241,14 @@ async def test_describe_and_search_name_the_tool_a_look_alike_imitates_and_leave
     assert searched == {HONEST["name"]: None, LOOKALIKE["name"]: HONEST["name"]}
 
 
+async def test_search_ranks_a_flagged_tool_after_the_unflagged_ones() -> None:
+    # By its words alone the injected tool ranks first for this request (`helper`, `notes`).
+    with running_upstream([HONEST, INJECTED]) as (upstream_url, _), running_proxy(upstream_url) as url:
+        async with connect(url, TOKEN) as client:
+            found = await call_json(client, "search_tools", {"query": "ledger export helper notes"})
+    assert [tool["name"] for tool in found["results"][0]["tools"]] == [HONEST["name"], INJECTED["name"]]
+
+
 async def test_hide_suspicious_keeps_flagged_tools_out_of_search_and_calls() -> None:
     with (
         running_upstream([HONEST, INJECTED]) as (upstream_url, upstream),

@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
-from toolsearch.integrity import Integrity, ToolGuard, integrity
+from toolsearch.integrity import MAX_DEMOTED, Integrity, ToolGuard, flagged_last, integrity
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
@@ -56,7 +56,17 @@ _MAX_WAIT_SECONDS: Final = 30.0
 class Toolset:
     """A distinct list of tools, shared by every caller who sees exactly these tools."""
 
-    __slots__ = ("__weakref__", "_servers", "digest", "flagged", "imitated", "index", "positions", "tools")
+    __slots__ = (
+        "__weakref__",
+        "_servers",
+        "digest",
+        "flagged",
+        "flagged_positions",
+        "imitated",
+        "index",
+        "positions",
+        "tools",
+    )
 
     def __init__(
         self, tools: tuple[Tool, ...], digest: str, index: SearchIndex, flags: Integrity | None = None
@@ -70,6 +80,8 @@ class Toolset:
         """Why each flagged tool looks hostile (`integrity.integrity`), by name."""
         self.imitated = flags.imitated
         """The tool each look-alike imitates, by the look-alike's name."""
+        self.flagged_positions = frozenset(self.positions[name] for name in self.flagged)
+        """Where the flagged tools are: search ranks them after the others (`integrity.flagged_last`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None
 
     @property
@@ -142,10 +154,12 @@ class Catalog:
         return self._toolset.servers
 
     def hits(self, query: str, limit: int) -> list[SearchHit]:
-        """The index's best `limit` hits for `query`, tools withheld from this caller left out."""
+        """The index's best `limit` hits for `query`, tools withheld from this caller left out and
+        flagged ones after the others."""
         withheld = {self._toolset.positions[name] for name in self._withheld()}
-        hits = self.index.search(query, limit + len(withheld))
-        return [hit for hit in hits if hit.position not in withheld][:limit]
+        flagged = self._toolset.flagged_positions
+        hits = self.index.search(query, limit + len(withheld) + min(len(flagged), MAX_DEMOTED))
+        return flagged_last([hit for hit in hits if hit.position not in withheld], flagged)[:limit]
 
     def suspicious(self, name: str) -> tuple[str, ...]:
         """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""

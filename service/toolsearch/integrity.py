@@ -28,11 +28,11 @@ import threading
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeVar
 
 from confusable_homoglyphs import confusables
 from rapidfuzz.distance import OSA
@@ -49,6 +49,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 OnChange = Literal["allow", "quarantine"]
+
+
+class _Positioned(Protocol):
+    @property
+    def position(self) -> int: ...
+
+
+_Ranked = TypeVar("_Ranked", bound=_Positioned)
 
 CONFUSABLE_NAME: Final = "confusable-name"
 IMITATES_TOOL: Final = "imitates-tool"
@@ -304,6 +312,21 @@ def _mixes_scripts(name: str) -> bool:
 def _same_but_letters(mixed: str, plain: str) -> bool:
     """Whether `plain` has `mixed`'s characters wherever those are ASCII (and as many)."""
     return len(mixed) == len(plain) and all(a == b for a, b in zip(mixed, plain, strict=True) if a.isascii())
+
+
+MAX_DEMOTED: Final = 100
+"""At most this many flagged tools are looked past in one search (a catalog of thousands of flagged
+tools would cost its size per search); past them, flagged tools rank by their scores."""
+
+
+def flagged_last(ranked: Sequence[_Ranked], flagged: Container[int]) -> list[_Ranked]:
+    """`ranked` (best first) with the tools at `flagged` positions after all others, each part in its
+    order: a tool flagged suspicious gains nothing by the text it was flagged for, nor by imitating
+    another tool, over any tool that is not. Search looks `MAX_DEMOTED` more tools deep to fill the
+    answer."""
+    return [hit for hit in ranked if hit.position not in flagged] + [
+        hit for hit in ranked if hit.position in flagged
+    ]
 
 
 def suspicious_reasons(tools: Sequence[Tool]) -> dict[str, tuple[str, ...]]:

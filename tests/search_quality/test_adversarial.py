@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.adversarial import DEV_QUERIES, Figures, measure
+from bench.adversarial import DEV_QUERIES, Figures, measure, rankings, recall_at_5
 from bench.adversarial_attacks import HostileTool, Side, hostile_tools
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.evaluation import load_queries
@@ -22,8 +22,8 @@ from toolsearch.tool import Tool, ToolInterner
 
 RECALL_AT_5_BEFORE_DEFENCES = 130 / 248
 """BM25 recall@5 on the dev set over the recorded catalog before the defences (README figure)."""
-HELD_OUT_TOP1_RECORDED = 0.019
-HELD_OUT_TOP5_RECORDED = 0.088
+HELD_OUT_TOP1_RECORDED = 0.015
+HELD_OUT_TOP5_RECORDED = 0.062
 """BM25 with every defence (docs/security.md): what the held-out families still win, a ceiling."""
 
 
@@ -83,10 +83,8 @@ def test_at_most_1_percent_of_the_recorded_catalogs_real_tools_are_flagged(catal
 
 def test_the_defences_keep_dev_recall_at_5_within_half_a_point(catalog: list[Tool]) -> None:
     queries = load_queries(DEV_QUERIES)
-    index = LexicalIndex.build(catalog)
-    servable = [query for query in queries if query.gold]
-    found = sum(
-        bool(query.gold & {catalog[hit.position].name for hit in index.search(query.text, 5)})
-        for query in servable
+    names = [tool.name for tool in catalog]
+    ranked = rankings(
+        LexicalIndex.build(catalog), names, queries, flagged=frozenset(integrity(catalog).reasons)
     )
-    assert abs(found / len(servable) - RECALL_AT_5_BEFORE_DEFENCES) <= 0.005 + 1e-9
+    assert abs(recall_at_5(ranked, queries) - RECALL_AT_5_BEFORE_DEFENCES) <= 0.005 + 1e-9
