@@ -127,6 +127,25 @@ def _foreign(documents: Sequence[ToolDocument]) -> np.ndarray:
     return foreign
 
 
+UNSUPPORTED_NAME_WEIGHT = 0.5
+_NAME = FIELDS.index("name")
+_SUPPORT_FIELDS = [FIELDS.index(field) for field in ("title", "description", "parameter_names")]
+
+
+def _name_support(
+    rows: np.ndarray, fields: np.ndarray, columns: np.ndarray, shape: tuple[int, int]
+) -> np.ndarray:
+    """Per occurrence, 1, or `UNSUPPORTED_NAME_WEIGHT` for a word of a tool's name that its title,
+    description and parameters never say: a name of words no text explains (`search_list_get_files`
+    over "Looks up records.") names no one job."""
+    keys = rows.astype(np.int64) * shape[1] + columns
+    said = keys[np.isin(fields, _SUPPORT_FIELDS)]
+    factor = np.ones(len(rows))
+    in_name = fields == _NAME
+    factor[in_name & ~np.isin(keys, said)] = UNSUPPORTED_NAME_WEIGHT
+    return factor
+
+
 class LexicalIndex:
     """BM25F scores of one catalog's tools; immutable and safe to share between threads."""
 
@@ -190,7 +209,11 @@ class LexicalIndex:
         # Each occurrence adds its field's weight over its field's length normaliser; the sparse
         # constructor sums the occurrences of one term in one tool.
         frequency = scipy.sparse.csc_array(
-            (weight[fields] / normaliser[rows, fields], (rows, columns)), shape
+            (
+                weight[fields] / normaliser[rows, fields] * _name_support(rows, fields, columns, shape),
+                (rows, columns),
+            ),
+            shape,
         )
         frequency.sum_duplicates()
 
