@@ -62,8 +62,9 @@ class Settings(BaseSettings):
     )
     hide_suspicious: bool = Field(
         False,
-        description="Keep tools flagged suspicious (text that instructs the model, a name confusable with "
-        "another tool's) out of search and calls; without it they are served, marked `suspicious`.",
+        description="Keep tools flagged suspicious (text that instructs the model, a look-alike or copy of "
+        "another tool) out of search and calls; without it they are served after the others, marked "
+        "`suspicious`.",
     )
     allow_lookalike: PatternList = Field(
         default_factory=list,
