@@ -403,128 +403,67 @@ FAMILIES = tuple(_MAKERS)
 
 _D: Side = "development"
 _H: Side = "held-out"
-VARIANTS: tuple[Variant, ...] = (
-    Variant(
-        "stuffing",
-        "catalog words, description",
-        _D,
-        {"vocabulary": "catalog", "words": (60, 100), "repeat": 3, "place": "description"},
-    ),
-    Variant(
-        "stuffing",
-        "catalog words, once, description",
-        _D,
-        {"vocabulary": "catalog", "words": (150, 250), "repeat": 1, "place": "description"},
-    ),
-    Variant(
-        "stuffing",
-        "request words, title",
-        _H,
-        {"vocabulary": "requests", "words": (20, 40), "repeat": 2, "place": "title"},
-    ),
-    Variant(
-        "stuffing",
-        "request words, description",
-        _H,
-        {"vocabulary": "requests", "words": (40, 120), "repeat": 4, "place": "description"},
-    ),
-    Variant(
-        "stuffing",
-        "request words, name",
-        _H,
-        {"vocabulary": "requests", "words": (6, 8), "repeat": 1, "place": "name"},
-    ),
-    Variant(
-        "stuffing",
-        "catalog words, schema titles",
-        _H,
-        {"vocabulary": "catalog", "words": (40, 80), "repeat": 2, "place": "schema-titles"},
-    ),
-    Variant(
-        "stuffing",
-        "catalog words, enum values",
-        _H,
-        {"vocabulary": "catalog", "words": (40, 80), "repeat": 2, "place": "enum-values"},
-    ),
-    Variant(
-        "claims-all", "summary starts", _D, {"style": "summaries", "claims": (30, 50), "place": "description"}
-    ),
-    Variant(
-        "claims-all", "verb-object list", _H, {"style": "pairs", "claims": (20, 60), "place": "description"}
-    ),
-    Variant(
-        "claims-all",
-        "summary starts, parameter descriptions",
-        _H,
-        {"style": "summaries", "claims": (10, 30), "place": "parameter-descriptions"},
-    ),
-    Variant("instructions", "description", _D, {"payloads": "development", "place": "description"}),
-    Variant(
-        "instructions", "held-out phrasing, description", _H, {"payloads": "held-out", "place": "description"}
-    ),
-    Variant(
-        "instructions",
-        "held-out phrasing, parameter description",
-        _H,
-        {"payloads": "held-out", "place": "parameter-descriptions"},
-    ),
-    Variant("instructions", "schema title", _H, {"payloads": "development", "place": "schema-titles"}),
-    Variant("instructions", "enum value", _H, {"payloads": "held-out", "place": "enum-values"}),
-    Variant("look-alike", "server letter changed", _D, {"name": "server-substitution", "payload": False}),
-    Variant("look-alike", "_v2", _D, {"name": "suffix_v2", "payload": True}),
-    Variant("look-alike", "Cyrillic letters", _D, {"name": "cyrillic", "payload": False}),
-    Variant("look-alike", "server letter added", _H, {"name": "server-insertion", "payload": False}),
-    Variant("look-alike", "server letter dropped", _H, {"name": "server-deletion", "payload": True}),
-    Variant("look-alike", "server letters swapped", _H, {"name": "server-transposition", "payload": False}),
-    Variant("look-alike", "-v3, _new, 2", _H, {"name": "suffix_new", "payload": False}),
-    Variant("look-alike", "Greek letters", _H, {"name": "greek", "payload": False}),
-    Variant("look-alike", "full width", _H, {"name": "full-width", "payload": False}),
-    Variant("copy-line", "other server, line at the end", _H, {"server": "word", "where": "end"}),
-    Variant("copy-line", "real server, line first", _H, {"server": "real", "where": "start"}),
-    Variant(
-        "parameters",
-        "catalog words, 8 parameters",
-        _H,
-        {"vocabulary": "catalog", "parameters": 8, "repeat": 2},
-    ),
-    Variant(
-        "parameters",
-        "request words, 3 parameters",
-        _H,
-        {"vocabulary": "requests", "parameters": 3, "repeat": 4},
-    ),
-    Variant(
-        "verbs-name",
-        "4 verbs, vague",
-        _H,
-        {"pool": 12, "verbs": 4, "description": "Works with {0}, {1} and {2}."},
-    ),
-    Variant("verbs-name", "6 verbs, no sentence", _H, {"pool": 20, "verbs": 6, "description": "{0} {1} {2}"}),
-    Variant(
-        "foreign",
-        "German requests",
-        _H,
-        {"language": "de", "requests": 12, "opener": "Dieses Werkzeug kann:"},
-    ),
-    Variant(
-        "foreign",
-        "Spanish requests",
-        _H,
-        {"language": "es", "requests": 12, "opener": "Esta herramienta puede:"},
-    ),
-    Variant(
-        "foreign",
-        "Lithuanian requests",
-        _H,
-        {"language": "lt", "requests": 12, "opener": "Šis įrankis gali:"},
-    ),
-    Variant(
-        "foreign",
-        "Japanese requests",
-        _H,
-        {"language": "ja", "requests": 8, "opener": "このツールでできること:"},
-    ),
-)
+_TABLE = """
+stuffing | catalog words, description | D | vocabulary=catalog words=60-100 repeat=3 place=description
+stuffing | catalog words, once, description | D | vocabulary=catalog words=150-250 repeat=1 place=description
+stuffing | request words, title | H | vocabulary=requests words=20-40 repeat=2 place=title
+stuffing | request words, description | H | vocabulary=requests words=40-120 repeat=4 place=description
+stuffing | request words, name | H | vocabulary=requests words=6-8 repeat=1 place=name
+stuffing | catalog words, schema titles | H | vocabulary=catalog words=40-80 repeat=2 place=schema-titles
+stuffing | catalog words, enum values | H | vocabulary=catalog words=40-80 repeat=2 place=enum-values
+claims-all | summary starts | D | style=summaries claims=30-50 place=description
+claims-all | verb-object list | H | style=pairs claims=20-60 place=description
+claims-all | summary starts, in parameters | H | style=summaries claims=10-30 place=parameter-descriptions
+instructions | description | D | payloads=development place=description
+instructions | held-out phrasing, description | H | payloads=held-out place=description
+instructions | held-out phrasing, parameter description | H | payloads=held-out place=parameter-descriptions
+instructions | schema title | H | payloads=development place=schema-titles
+instructions | enum value | H | payloads=held-out place=enum-values
+look-alike | server letter changed | D | name=server-substitution payload=
+look-alike | _v2 | D | name=suffix_v2 payload=yes
+look-alike | Cyrillic letters | D | name=cyrillic payload=
+look-alike | server letter added | H | name=server-insertion payload=
+look-alike | server letter dropped | H | name=server-deletion payload=yes
+look-alike | server letters swapped | H | name=server-transposition payload=
+look-alike | -v3, _new, 2 | H | name=suffix_new payload=
+look-alike | Greek letters | H | name=greek payload=
+look-alike | full width | H | name=full-width payload=
+copy-line | other server, line at the end | H | server=word where=end
+copy-line | real server, line first | H | server=real where=start
+parameters | catalog words, 8 parameters | H | vocabulary=catalog parameters=8 repeat=2
+parameters | request words, 3 parameters | H | vocabulary=requests parameters=3 repeat=4
+verbs-name | 4 verbs, vague | H | pool=12 verbs=4 description=Works_with_{0},_{1}_and_{2}.
+verbs-name | 6 verbs, no sentence | H | pool=20 verbs=6 description={0}_{1}_{2}
+foreign | German requests | H | language=de requests=12 opener=Dieses_Werkzeug_kann:
+foreign | Spanish requests | H | language=es requests=12 opener=Esta_herramienta_puede:
+foreign | Lithuanian requests | H | language=lt requests=12 opener=Šis_įrankis_gali:
+foreign | Japanese requests | H | language=ja requests=8 opener=このツールでできること:
+"""
+"""Family | variant | side (Development, Held-out) | parameters: `a-b` a range of integers, a number an
+integer, `_` a space, empty false."""
+
+
+def _value(text: str) -> Any:
+    low, dash, high = text.partition("-")
+    if dash and low.isdigit() and high.isdigit():
+        return (int(low), int(high))
+    if text.isdigit():
+        return int(text)
+    return text.replace("_", " ") if "{" in text or ":" in text or "." in text else text
+
+
+def _variants(table: str) -> tuple[Variant, ...]:
+    variants = []
+    for line in filter(None, table.splitlines()):
+        family, name, side, parameters = (part.strip() for part in line.split("|"))
+        values = dict(pair.split("=", 1) for pair in parameters.split())
+        variants.append(
+            Variant(family, name, _D if side == "D" else _H, {k: _value(v) for k, v in values.items()})
+        )
+    return tuple(variants)
+
+
+VARIANTS = _variants(_TABLE)
 """Every variant, on its side. Look-alike suffixes `_new` stand for `-v3`, `_new` and `2` in turn."""
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import call_json, call_text, connect, running_proxy, running_upstream
-from toolsearch.integrity import Approvals, integrity, name_skeleton, suspicious_reasons, text_reasons
+from toolsearch.integrity import Approvals, integrity, name_skeleton, text_reasons
 from toolsearch.tool import ToolInterner, tool_digest
 
 TOKEN = "token-integrity"
