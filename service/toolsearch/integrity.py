@@ -1,15 +1,23 @@
-"""Search integrity: tool text that addresses the model, look-alike names, and definitions that change.
+"""Search integrity: tool text that addresses the model, look-alikes and copies, and definitions
+that change.
 
 Tool names, descriptions and schemas are written by whoever publishes a server behind the gateway.
-Three defences sit here (ranking that stuffing cannot buy is in `search.lexical`):
+These defences sit here (ranking that stuffing or another language cannot buy is in
+`search.lexical`):
 
-- **Suspicious text is flagged** (`suspicious_reasons`): a description (or title, or parameter
-  description) that addresses the model, telling it to ignore other tools, to always call this one,
-  to keep something from the user or to pass secrets along, and a name confusable with another
-  tool's of the same catalog (equal once Unicode look-alikes, width, case and separators are
-  folded: Cyrillic `і` for Latin `i`). Look-alikes are those of Unicode's confusables data, through
-  the `confusable_homoglyphs` package. Flags are reasons, never text: results carry them
-  (`"suspicious": [...]`), the metric counts them by reason, the log names the tool.
+- **Suspicious text is flagged** (`text_reasons`): a title, description or any string of the
+  input schema that addresses the model, telling it to ignore other tools or the user, to always
+  call this one, to keep something from the user or to pass secrets along. Telling it how to use
+  the tool well is not flagged.
+- **Look-alikes and copies are named** (`integrity`): a name made with look-alike letters of
+  another tool's (Unicode's confusables, through `confusable_homoglyphs`, and words mixing Latin
+  with another script), a definition equal or nearly equal to another tool's under a name a
+  version suffix or one edit of the server prefix away (`lookalikes`), or under the same tool
+  name on another vendor's server (`copies`). The imitation is flagged with the tool it imitates,
+  never the original (else anyone could hide a real tool by imitating it); the operator's
+  `allowed` patterns overrule the rules. Flags are reasons, never text: results carry them
+  (`"suspicious": [...]`, `"imitates"`), the metric counts them by reason, the log names the tool;
+  search ranks flagged tools after the others (`flagged_last`).
 - **Definitions are pinned** (`ToolGuard`): the digest of each tool the first time a catalog
   identity's listing shows it is kept in the store, so that replicas agree. A later listing whose
   tool of the same name has another digest is a change: logged (name and digests) and counted. With
@@ -327,11 +335,6 @@ def flagged_last(ranked: Sequence[_Ranked], flagged: Container[int]) -> list[_Ra
     return [hit for hit in ranked if hit.position not in flagged] + [
         hit for hit in ranked if hit.position in flagged
     ]
-
-
-def suspicious_reasons(tools: Sequence[Tool]) -> dict[str, tuple[str, ...]]:
-    """The flagged tools of one catalog, by name (`integrity(tools).reasons`)."""
-    return dict(integrity(tools).reasons)
 
 
 def _canonical_among(name: str, others: Sequence[str]) -> bool:
