@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import call_json, call_text, connect, running_proxy, running_upstream
-from toolsearch.integrity import Approvals, integrity, name_skeleton, text_reasons
+from toolsearch.integrity import Approvals, flagged_last, integrity, name_skeleton, text_reasons
+from toolsearch.search import SearchHit
 from toolsearch.tool import ToolInterner, tool_digest
 
 TOKEN = "token-integrity"
@@ -367,3 +368,8 @@ async def test_quarantine_withholds_a_changed_tool_until_its_digest_is_approved(
     assert described["tools"] == [{"name": HONEST["name"], "withheld": text}]
     assert HONEST["name"] in [tool["name"] for tool in found_after["results"][0]["tools"]]
     assert not is_error_after
+
+
+def test_flagged_tools_rank_after_the_others_each_part_in_its_order() -> None:
+    ranked = [SearchHit(position, 1.0 - position / 10) for position in range(5)]
+    assert [hit.position for hit in flagged_last(ranked, {0, 3})] == [1, 2, 4, 0, 3]
