@@ -98,8 +98,9 @@ HYBRID_ABSTAINED_ON_UNSERVABLE = (10 - 1) / 12
 HYBRID_WRONGLY_ABSTAINED = (15 + 1) / 119
 LEARNED_RECALL_AT_5 = 90 / 119
 """The shipped ranker with the dictionaries on this slice, MRR@10 0.570 (the fusion: 82, 0.541)."""
-BM25_LONG_RECALL_AT_5 = 215 / 350
-"""The held-out long requests on this slice (each ranked whole only: 202)."""
+BM25_LONG_RECALL_AT_5 = 214 / 350
+"""The held-out long requests on this slice (each ranked whole only: 202). 215 before a name's
+words its text never says counted half (issue 33: dev recall@5 +1 of 248, this -1 of 350)."""
 
 
 def _server(name: str) -> str:
