@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from bench.adversarial_attacks import FAMILIES, SEED, SIDES, HostileTool, hostile_tools
-from bench.options import Options, profile_directories, profiles_note
+from bench.options import Options, profiles_note
+from bench.processes import split_serve_flags
 from bench.report import RESULTS_DIR, Floor, Section, Table
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.evaluation import Query, load_queries
@@ -184,7 +185,9 @@ def _builders(options: Options) -> list[tuple[str, Build, _VectorFile | None]]:
 
     builders: list[tuple[str, Build, _VectorFile | None]] = [("bm25", LexicalIndex.build, None)]
     for profile in options.measured_profiles:
-        loaded = load_profile(profile_directories(profile.model_dir), threads=2)
+        # The directories as given: a profile directory brings its ranker and dictionaries.
+        given = [part.strip() for part in split_serve_flags(profile.model_dir)[0].split(",") if part.strip()]
+        loaded = load_profile(given, threads=2)
         cache = _VectorFile(VECTOR_DIR)
         # One query cache per model for every index of the run: each request is embedded once.
         first, *others = (QueryVectors(model) for model in loaded.models)
