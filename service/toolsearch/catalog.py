@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
-from toolsearch.integrity import ToolGuard, suspicious_reasons
+from toolsearch.integrity import MAX_DEMOTED, Integrity, ToolGuard, flagged_last, integrity
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
@@ -63,19 +63,28 @@ class Toolset:
         "_servers",
         "digest",
         "flagged",
+        "flagged_positions",
+        "imitated",
         "index",
         "positions",
         "tools",
         "twins",
     )
 
-    def __init__(self, tools: tuple[Tool, ...], digest: str, index: SearchIndex) -> None:
+    def __init__(
+        self, tools: tuple[Tool, ...], digest: str, index: SearchIndex, flags: Integrity | None = None
+    ) -> None:
         self.tools = tools
         self.digest = digest
         self.index = index
         self.positions = {tool.name: position for position, tool in enumerate(tools)}
-        self.flagged = suspicious_reasons(tools)
-        """Why each flagged tool looks hostile (`integrity.suspicious_reasons`), by name."""
+        flags = flags or integrity(tools)
+        self.flagged = flags.reasons
+        """Why each flagged tool looks hostile (`integrity.integrity`), by name."""
+        self.imitated = flags.imitated
+        """The tool each look-alike imitates, by the look-alike's name."""
+        self.flagged_positions = frozenset(self.positions[name] for name in self.flagged)
+        """Where the flagged tools are: search ranks them after the others (`integrity.flagged_last`)."""
         self.twins = twin_groups(tools, self.flagged)
         """Each twin's position -> its group's positions, the leading name first (`twins`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None
@@ -150,10 +159,12 @@ class Catalog:
         return self._toolset.servers
 
     def hits(self, query: str, limit: int) -> list[SearchHit]:
-        """The index's best `limit` hits for `query`, tools withheld from this caller left out."""
+        """The index's best `limit` hits for `query`, tools withheld from this caller left out and
+        flagged ones after the others."""
         withheld = {self._toolset.positions[name] for name in self._withheld()}
-        hits = self.index.search(query, limit + len(withheld))
-        return [hit for hit in hits if hit.position not in withheld][:limit]
+        flagged = self._toolset.flagged_positions
+        hits = self.index.search(query, limit + len(withheld) + min(len(flagged), MAX_DEMOTED))
+        return flagged_last([hit for hit in hits if hit.position not in withheld], flagged)[:limit]
 
     def twins(self, name: str) -> tuple[str, ...]:
         """The names of tool `name`'s twin group, the leading one first; () when it has no twin."""
@@ -170,6 +181,10 @@ class Catalog:
     def suspicious(self, name: str) -> tuple[str, ...]:
         """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""
         return self._toolset.flagged.get(name, ())
+
+    def imitated(self, name: str) -> str | None:
+        """The tool that tool `name` imitates (a look-alike), or None."""
+        return self._toolset.imitated.get(name)
 
     def withheld(self, name: str) -> str | None:
         """Why tool `name` is kept from this caller (quarantined, or flagged with --hide-suspicious)."""
@@ -371,7 +386,9 @@ class CatalogService:
         shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         if self._guard is not None:
             # A known catalog's flags are its toolset's; a new one's are found off the event loop.
-            flagged = shared.flagged if shared else await asyncio.to_thread(suspicious_reasons, tools)
+            flagged = (
+                shared.flagged if shared else (await asyncio.to_thread(self._guard.flags, tools)).reasons
+            )
             with suppress(StoreUnavailable):  # pins are checked again at the next listing
                 await self._guard.review(identity.key, tools, flagged)
         logger.info(
@@ -459,7 +476,10 @@ class CatalogService:
 
     async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
         # The index and the flags of a new catalog take a while: off the event loop.
-        toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, self._build_index(tools)))
+        flags = self._guard.flags if self._guard is not None else integrity
+        toolset = await asyncio.to_thread(
+            lambda: Toolset(tools, digest, self._build_index(tools), flags(tools))
+        )
         self._toolsets[digest] = toolset
         return toolset
 

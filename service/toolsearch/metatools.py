@@ -499,10 +499,13 @@ def _catalog_unavailable(exc: UpstreamError) -> dict[str, Any]:
 
 
 def _flag(entry: dict[str, Any], catalog: Catalog, name: str) -> None:
-    """Mark `entry` with why its tool looks hostile (`integrity`), if it does."""
+    """Mark `entry` with why its tool looks hostile (`integrity`), if it does, and the tool it imitates."""
     reasons = catalog.suspicious(name)
     if reasons:
         entry["suspicious"] = list(reasons)
+        imitated = catalog.imitated(name)
+        if imitated:
+            entry["imitates"] = imitated
 
 
 def _show(entry: dict[str, Any], key: str, value: Any) -> None:

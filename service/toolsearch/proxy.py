@@ -68,6 +68,7 @@ class Proxy:
             hide_suspicious=settings.hide_suspicious,
             on_change=settings.on_tool_change,
             approvals=Approvals(Path(settings.approved_tools) if settings.approved_tools else None),
+            allowed_lookalikes=settings.allow_lookalike,
         )
         catalogs = CatalogService(
             upstream,

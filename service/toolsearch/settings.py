@@ -73,8 +73,14 @@ class Settings(BaseSettings):
     )
     hide_suspicious: bool = Field(
         False,
-        description="Keep tools flagged suspicious (text that instructs the model, a name confusable with "
-        "another tool's) out of search and calls; without it they are served, marked `suspicious`.",
+        description="Keep tools flagged suspicious (text that instructs the model, a look-alike or copy of "
+        "another tool) out of search and calls; without it they are served after the others, marked "
+        "`suspicious`.",
+    )
+    allow_lookalike: PatternList = Field(
+        default_factory=list,
+        description="Glob patterns of tool names never flagged as look-alikes of another tool (when the "
+        "rule is wrong about them, e.g. `acme-eu_*` for a vendor's second server one letter off).",
     )
     on_tool_change: Literal["allow", "quarantine"] = Field(
         "allow",

@@ -7,7 +7,15 @@ import math
 
 import pytest
 
-from toolsearch.search.lexical import FIELD_WEIGHTS, K1, SERVER_B, SERVER_FIELDS, SERVER_WEIGHT, LexicalIndex
+from toolsearch.search.lexical import (
+    FIELD_WEIGHTS,
+    K1,
+    SERVER_B,
+    SERVER_FIELDS,
+    SERVER_WEIGHT,
+    UNSUPPORTED_NAME_WEIGHT,
+    LexicalIndex,
+)
 from toolsearch.tool import ToolInterner
 
 DEFINITIONS = [
@@ -64,15 +72,23 @@ def _length(counts: dict[str, int]) -> int:
     return sum(counts.values())
 
 
+def _said(term: str, tool: str) -> bool:
+    return any(term in COUNTS[tool].get(field, {}) for field in ("title", "description", "parameter_names"))
+
+
 def _own(term: str, tool: str) -> float:
     """BM25F: per field, the weighted occurrences over the field's length relative to its mean
-    length; summed over fields, then saturated once and multiplied by the term's idf."""
+    length (a name's word that the tool's title, description and parameter names never say at
+    `UNSUPPORTED_NAME_WEIGHT`); summed over fields, then saturated once and multiplied by the
+    term's idf."""
     frequency = 0.0
     for field, (weight, b) in ((f, (w.weight, w.length_normalisation)) for f, w in FIELD_WEIGHTS.items()):
         occurrences = COUNTS[tool].get(field, {}).get(term, 0)
         if occurrences:
             mean = sum(_length(fields.get(field, {})) for fields in COUNTS.values()) / len(COUNTS)
             length = _length(COUNTS[tool][field])
+            if field == "name" and not _said(term, tool):
+                weight *= UNSUPPORTED_NAME_WEIGHT
             frequency += weight * occurrences / (1 - b + b * length / mean)
     with_term = sum(any(term in counts for counts in fields.values()) for fields in COUNTS.values())
     return _idf(with_term, len(COUNTS)) * _saturated(frequency)

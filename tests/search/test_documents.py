@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from toolsearch.search import text
-from toolsearch.search.documents import tool_document, tool_fields
+from toolsearch.search.documents import text_language, tool_document, tool_fields
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import Tool, ToolInterner
 
@@ -150,3 +150,20 @@ def test_a_document_is_kept_while_an_index_holds_it_and_no_longer() -> None:
     del index
     gc.collect()
     assert document() is None
+
+
+def test_a_texts_language_is_told_by_most_of_its_runs_of_ten_words() -> None:
+    german = (
+        "Dieses Werkzeug liefert die Wettervorhersage für eine Stadt und zeigt die Temperatur, den Regen "
+        "und den Wind für die nächsten Tage an, und es warnt vor Sturm und Gewitter in der Region."
+    )
+    assert text_language(german) == "de"
+
+
+def test_technical_english_and_short_texts_have_no_other_language() -> None:
+    technical = (
+        "Fast keyword search across 22 server-side code types (SI/BR/ACL). Portal regex+snippets: use "
+        "search_portal_regex_matches. Returns table, sys_id, name and the matching lines with offsets."
+    )
+    assert text_language(technical) in ("en", "")
+    assert text_language("Reemplaza el bloque de párrafos.") == ""

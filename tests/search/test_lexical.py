@@ -154,3 +154,33 @@ def test_unknown_words_are_the_query_words_no_tool_has(index: LexicalIndex) -> N
 
 def test_unknown_words_leave_out_stopwords_short_words_numbers_and_codes(index: LexicalIndex) -> None:
     assert index.unknown_words("prašau ENG-101 abc rec9LmQz 2025 the") == []
+
+
+_GERMAN_WEATHER = (
+    "Dieses Werkzeug liefert die Wettervorhersage für eine Stadt. Es zeigt die Temperatur, den Regen und "
+    "den Wind für die nächsten Tage an, und es warnt vor Sturm, Gewitter und Hitze in der ganzen Region."
+)
+_GERMAN_TRAINS = (
+    "Dieses Werkzeug sucht Zugverbindungen zwischen zwei Bahnhöfen. Es zeigt die Abfahrt, die Ankunft und "
+    "die Gleise der nächsten Züge an, und es meldet Verspätungen und Ausfälle auf der ganzen Strecke."
+)
+
+
+def test_a_tool_written_in_another_language_than_the_catalog_is_not_found_by_its_prose(
+    slice_tools: list[Tool],
+) -> None:
+    foreign = ToolInterner().intern({"name": "acme_lookup", "description": _GERMAN_WEATHER})
+    tools = [*slice_tools, foreign]
+    index = LexicalIndex.build(tools)
+    assert "acme_lookup" not in _top(index, tools, "Wettervorhersage Temperatur Regen Gewitter", 5)
+    assert _top(index, tools, "acme lookup", 1) == ["acme_lookup"]
+
+
+def test_a_catalog_written_in_one_other_language_is_searched_by_its_prose() -> None:
+    interner = ToolInterner()
+    tools = [
+        interner.intern({"name": "wetter_vorhersage", "description": _GERMAN_WEATHER}),
+        interner.intern({"name": "bahn_verbindungen", "description": _GERMAN_TRAINS}),
+    ]
+    index = LexicalIndex.build(tools)
+    assert _top(index, tools, "Gewitter und Hitze", 1) == ["wetter_vorhersage"]

@@ -11,6 +11,7 @@ import itertools
 import re
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -133,6 +134,9 @@ class ToolDocument:
     digest: str
     fields: tuple[np.ndarray, ...]
     """Per field of `FIELDS`: vocabulary ids of its terms, repeated as often as they occur."""
+    language: str = ""
+    """The language its title and description are written in (`text_language`); "" when too short
+    to say."""
 
 
 _documents: weakref.WeakValueDictionary[str, ToolDocument] = weakref.WeakValueDictionary()
@@ -154,10 +158,43 @@ def tool_document(tool: Tool, analysed: dict[str, np.ndarray] | None = None) -> 
         if value not in analysed:
             ids = analysed[value] = VOCABULARY.add(text.terms(value))
             ids.flags.writeable = False  # shared by every document with this text
-    document = ToolDocument(digest=tool.digest, fields=tuple(analysed[fields[field]] for field in FIELDS))
+    document = ToolDocument(
+        digest=tool.digest,
+        fields=tuple(analysed[fields[field]] for field in FIELDS),
+        language=text_language(f"{fields['title']} {fields['description']}"),
+    )
     with _documents_lock:
         # Another thread may have analysed the same tool meanwhile: keep one copy.
         return _documents.setdefault(tool.digest, document)
+
+
+_LANGUAGE_CHUNK_WORDS = 10
+_LANGUAGE_CHUNKS = 24
+_MIN_LANGUAGE_CHUNKS = 3
+_LANGUAGE_MAJORITY = 0.6
+_CJK_CHARS = 2000
+_MIN_CJK_CHARS = 40
+
+
+def text_language(value: str) -> str:
+    """The language `value` is written in, "" when it is too short to say (fewer than three runs of
+    ten words) or mixed. Each run of ten words is guessed on its own (`text.language_of`) and one
+    language must hold most of them: technical English (`SI/BR/ACL regex+snippets`) fools a guess
+    over a few words, rarely most runs of a longer text. The first `_LANGUAGE_CHUNKS` runs are read.
+    A text in Chinese, Japanese or Korean script is told by its script."""
+    whole = text.language_of(value[:_CJK_CHARS])
+    if whole in ("ja", "ko", "zh"):  # told by its script, not by its words (few spaces)
+        return whole if len(value) >= _MIN_CJK_CHARS else ""
+    words = value.split()[: _LANGUAGE_CHUNK_WORDS * _LANGUAGE_CHUNKS]
+    runs = [
+        run
+        for start in range(0, len(words), _LANGUAGE_CHUNK_WORDS)
+        if len(run := " ".join(words[start : start + _LANGUAGE_CHUNK_WORDS])) >= 20
+    ]
+    if len(runs) < _MIN_LANGUAGE_CHUNKS:
+        return ""
+    language, count = Counter(map(text.language_of, runs)).most_common(1)[0]
+    return language if count >= _LANGUAGE_MAJORITY * len(runs) else ""
 
 
 def _opens_with_sentence(description: str) -> bool:

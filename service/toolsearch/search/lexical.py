@@ -104,6 +104,46 @@ def _length_normaliser(lengths: np.ndarray, b: np.ndarray) -> np.ndarray:
     return normaliser
 
 
+_PROSE_FIELDS = [
+    FIELDS.index(field) for field in ("title", "summary", "description", "parameter_descriptions")
+]
+
+
+def _foreign(documents: Sequence[ToolDocument]) -> np.ndarray:
+    """Per tool, whether its text is written in another language than the catalog's (the language
+    most of its tools whose language can be told are written in). Such a tool's prose (title,
+    description, parameter descriptions) is not searched: requests in its language would match
+    it alone, since no tool of the catalog has their words, and those words would then not be
+    translated into the catalog's (`HybridIndex` translates only words no tool has). It is still
+    found by its name and parameters, and by meaning."""
+    languages = np.array([document.language for document in documents], dtype=object)
+    told = languages[languages != ""]
+    if not len(told):
+        return np.zeros(len(documents), dtype=bool)
+    values, counts = np.unique(told, return_counts=True)
+    foreign: np.ndarray = (languages != "") & (languages != values[np.argmax(counts)])
+    return foreign
+
+
+UNSUPPORTED_NAME_WEIGHT = 0.5
+_NAME = FIELDS.index("name")
+_SUPPORT_FIELDS = [FIELDS.index(field) for field in ("title", "description", "parameter_names")]
+
+
+def _name_support(
+    rows: np.ndarray, fields: np.ndarray, columns: np.ndarray, shape: tuple[int, int]
+) -> np.ndarray:
+    """Per occurrence, 1, or `UNSUPPORTED_NAME_WEIGHT` for a word of a tool's name that its title,
+    description and parameters never say: a name of words no text explains (`search_list_get_files`
+    over "Looks up records.") names no one job."""
+    keys = rows.astype(np.int64) * shape[1] + columns
+    said = keys[np.isin(fields, _SUPPORT_FIELDS)]
+    factor = np.ones(len(rows))
+    in_name = fields == _NAME
+    factor[in_name & ~np.isin(keys, said)] = UNSUPPORTED_NAME_WEIGHT
+    return factor
+
+
 class LexicalIndex:
     """BM25F scores of one catalog's tools; immutable and safe to share between threads."""
 
@@ -149,11 +189,16 @@ class LexicalIndex:
         all_ids = np.concatenate(
             [np.zeros(0, np.int32), *(field for document in documents for field in document.fields)]
         )
-        term_ids, columns = np.unique(all_ids, return_inverse=True)
-        columns = columns.ravel()
         # One entry per term occurrence, in document order, then field order.
         rows = np.repeat(np.repeat(np.arange(size), field_count), lengths.ravel())
         fields = np.repeat(np.tile(np.arange(field_count), size), lengths.ravel())
+        foreign = _foreign(documents)
+        if foreign.any():
+            kept = ~(foreign[rows] & np.isin(fields, _PROSE_FIELDS))
+            all_ids, rows, fields = all_ids[kept], rows[kept], fields[kept]
+            lengths = lengths * ~(foreign[:, None] & np.isin(np.arange(field_count), _PROSE_FIELDS))
+        term_ids, columns = np.unique(all_ids, return_inverse=True)
+        columns = columns.ravel()
         shape = (size, len(term_ids))
 
         weight = np.array([FIELD_WEIGHTS[field].weight for field in FIELDS])
@@ -162,7 +207,11 @@ class LexicalIndex:
         # Each occurrence adds its field's weight over its field's length normaliser; the sparse
         # constructor sums the occurrences of one term in one tool.
         frequency = scipy.sparse.csc_array(
-            (weight[fields] / normaliser[rows, fields], (rows, columns)), shape
+            (
+                weight[fields] / normaliser[rows, fields] * _name_support(rows, fields, columns, shape),
+                (rows, columns),
+            ),
+            shape,
         )
         frequency.sum_duplicates()
 
