@@ -256,11 +256,20 @@ def _leader(
 def _marked(entry: dict[str, Any], found: _Found, catalog: Catalog) -> None:
     if found.also:
         entry["alsoAs"] = list(found.also)
+    mark_suspicious(entry, catalog)
+    if found.weak:
+        entry["weak"] = True
+
+
+def mark_suspicious(entry: dict[str, Any], catalog: Catalog) -> None:
+    """Mark the tool `entry` names with why it looks hostile (`integrity`), if it does, and the tool
+    it imitates."""
     reasons = catalog.suspicious(entry["name"])
     if reasons:
         entry["suspicious"] = list(reasons)
-    if found.weak:
-        entry["weak"] = True
+        imitated = catalog.imitated(entry["name"])
+        if imitated:
+            entry["imitates"] = imitated
 
 
 def _fitting(entries: Sequence[Mapping[str, Any]], room: int) -> int:

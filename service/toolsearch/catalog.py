@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
-from toolsearch.integrity import MAX_DEMOTED, Integrity, ToolGuard, flagged_last, integrity
+from toolsearch.integrity import CONFUSABLE_NAME, MAX_DEMOTED, Integrity, ToolGuard, flagged_last, integrity
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
@@ -83,8 +83,13 @@ class Toolset:
         """Why each flagged tool looks hostile (`integrity.integrity`), by name."""
         self.imitated = flags.imitated
         """The tool each look-alike imitates, by the look-alike's name."""
-        self.flagged_positions = frozenset(self.positions[name] for name in self.flagged)
-        """Where the flagged tools are: search ranks them after the others (`integrity.flagged_last`)."""
+        self.flagged_positions = frozenset(
+            self.positions[name] for name, reasons in self.flagged.items() if set(reasons) - {CONFUSABLE_NAME}
+        )
+        """Where the flagged tools are: search ranks them after the others (`integrity.flagged_last`).
+        A name confusable with another's is no reason alone: where neither tool can be told to be the
+        imitator both are flagged, and demoting both would let anyone push a real tool down by
+        publishing a look-alike of its name."""
         self.twins = twin_groups(tools, self.flagged)
         """Each twin's position -> its group's positions, the leading name first (`twins`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None

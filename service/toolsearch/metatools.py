@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import orjson
 
-from toolsearch.answer import search_answer
+from toolsearch.answer import mark_suspicious, search_answer
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
@@ -334,7 +334,7 @@ class MetaTools:
             if withheld:
                 tools.append({"name": tool.name, "withheld": withheld})
                 continue
-            _flag(entry, catalog, tool.name)
+            mark_suspicious(entry, catalog)
             for key, value in tool.definition.items():
                 if key != "name":
                     _show(entry, key, value)
@@ -496,16 +496,6 @@ def _catalog_unavailable(exc: UpstreamError) -> dict[str, Any]:
     return error_result(
         f"The tool catalog could not be listed from the upstream ({reason}). Try again shortly."
     )
-
-
-def _flag(entry: dict[str, Any], catalog: Catalog, name: str) -> None:
-    """Mark `entry` with why its tool looks hostile (`integrity`), if it does, and the tool it imitates."""
-    reasons = catalog.suspicious(name)
-    if reasons:
-        entry["suspicious"] = list(reasons)
-        imitated = catalog.imitated(name)
-        if imitated:
-            entry["imitates"] = imitated
 
 
 def _show(entry: dict[str, Any], key: str, value: Any) -> None:
