@@ -40,7 +40,7 @@ SEND = {
 DEFINITIONS = [
     {**SEND, "name": "mail-full_send"},
     SEND,
-    {**SEND, "name": "postbox_send"},
+    {**SEND, "name": "mail-eu_send"},
     {
         "name": "mail_list",
         "description": "List the messages of a mailbox folder.",
@@ -122,7 +122,7 @@ def test_what_the_budget_leaves_out_is_said_with_describe_tool_for_the_rest(reco
 
 def test_leaders_get_description_read_only_and_schema_the_rest_a_name_a_line_and_read_only() -> None:
     catalog = _catalog(DEFINITIONS)
-    hits = _hits(catalog, "mail_list", "calendar_create_event", "postbox_send")
+    hits = _hits(catalog, "mail_list", "calendar_create_event", "mail-eu_send")
     tools = _answer(catalog, [("list mail", hits)], leaders=1)["results"][0]["tools"]
     assert tools[0] == {
         "name": "mail_list",
@@ -139,7 +139,7 @@ def test_leaders_get_description_read_only_and_schema_the_rest_a_name_a_line_and
 
 def test_a_tool_under_several_queries_of_a_call_is_shown_in_full_once() -> None:
     catalog = _catalog(DEFINITIONS)
-    hits = _hits(catalog, "mail_list", "postbox_send")
+    hits = _hits(catalog, "mail_list", "mail-eu_send")
     first, second = _answer(catalog, [("list mail", hits), ("mail folders", hits)])["results"]
     assert "inputSchema" in first["tools"][0]
     assert second["tools"][0] == {"name": "mail_list", "description": "(shown above)"}
@@ -150,17 +150,17 @@ def test_a_tool_under_several_queries_of_a_call_is_shown_in_full_once() -> None:
 
 def test_twins_are_one_entry_under_the_shortest_name_and_free_their_slots() -> None:
     catalog = _catalog(DEFINITIONS)
-    hits = _hits(catalog, "mail-full_send", "mail_send", "postbox_send", "mail_list")
+    hits = _hits(catalog, "mail-full_send", "mail_send", "mail-eu_send", "mail_list")
     result = _answer(catalog, [("send an email", hits)], limit=3)["results"][0]
     assert _names(result) == ["mail_send", "mail_list"]
-    assert result["tools"][0]["alsoAs"] == ["postbox_send", "mail-full_send"]
+    assert result["tools"][0]["alsoAs"] == ["mail-eu_send", "mail-full_send"]
 
 
 def test_the_leading_twin_does_not_depend_on_the_catalog_order() -> None:
     forward = _catalog(DEFINITIONS)
     backward = _catalog(DEFINITIONS[::-1])
-    assert forward.twins("mail-full_send") == backward.twins("postbox_send")
-    assert forward.twins("mail_send") == ("mail_send", "postbox_send", "mail-full_send")
+    assert forward.twins("mail-full_send") == backward.twins("mail-eu_send")
+    assert forward.twins("mail_send") == ("mail_send", "mail-eu_send", "mail-full_send")
     assert forward.twins("mail_list") == ()
 
 
@@ -262,12 +262,44 @@ def test_a_schema_is_compacted_texts_and_enums_shortened_depth_bounded_documenta
     }
 
 
+def test_a_compacted_schema_shows_what_a_local_ref_names_since_its_defs_are_left_out() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "incident": {"$ref": "#/$defs/Incident"},
+            "remote": {"$ref": "https://example.com/schema.json"},
+            "loop": {"$ref": "#/$defs/Loop"},
+        },
+        "$defs": {
+            "Incident": {
+                "type": "object",
+                "properties": {"title": {"type": "string"}},
+                "required": ["title"],
+            },
+            "Loop": {"$ref": "#/$defs/Loop"},
+        },
+    }
+    compacted = compact_schema(schema, SCHEMA_CUTS[0])
+    assert compacted == {
+        "type": "object",
+        "properties": {
+            "incident": {
+                "type": "object",
+                "properties": {"title": {"type": "string"}},
+                "required": ["title"],
+            },
+            "remote": {},
+            "loop": {},
+        },
+    }
+
+
 # -- no match and the map ----------------------------------------------------------------------
 
 
 def test_no_good_match_is_short_the_verdict_the_nearest_names_and_the_servers_nearby() -> None:
     catalog = _catalog(DEFINITIONS)
-    hits = _hits(catalog, "mail_list", "calendar_create_event", "postbox_send", "mail_send", weak=True)
+    hits = _hits(catalog, "mail_list", "calendar_create_event", "mail-eu_send", "mail_send", weak=True)
     result = _answer(catalog, [("order a pizza", hits)])["results"][0]
     assert (result["matched"], result["note"]) == (False, NO_GOOD_MATCH)
     assert len(result["tools"]) == NEAREST
@@ -302,7 +334,7 @@ async def test_through_the_proxy_twins_are_one_entry_and_each_name_stays_callabl
                 for name in entry["alsoAs"]
             ]
     names = [tool["name"] for tool in answer["results"][0]["tools"]]
-    assert sorted(entry["alsoAs"]) == ["mail-full_send", "postbox_send"]
+    assert sorted(entry["alsoAs"]) == ["mail-eu_send", "mail-full_send"]
     assert not set(entry["alsoAs"]) & set(names)
     assert "inputSchema" in entry
     assert [is_error for is_error, _ in calls] == [False, False]

@@ -440,11 +440,12 @@ def _compact_schema_of(tool: Tool, cut: SchemaCut) -> dict[str, Any]:
 def compact_schema(schema: Mapping[str, Any], cut: SchemaCut) -> dict[str, Any]:
     """What of an input schema decides a call, shortened by `cut`: property descriptions and enum
     lists cut, properties deeper than `cut.depth` levels shown by type only, keys that only
-    document (titles, examples, patterns, `$defs`) left out."""
-    return _compact(schema, cut, 0)
+    document (titles, examples, patterns) left out. A local `$ref` (`#/$defs/...`) is replaced by
+    what it names, one level deeper, since the `$defs` it points into are not shown."""
+    return _compact(schema, cut, 0, schema)
 
 
-def _compact(node: Mapping[str, Any], cut: SchemaCut, depth: int) -> dict[str, Any]:
+def _compact(node: Mapping[str, Any], cut: SchemaCut, depth: int, root: Mapping[str, Any]) -> dict[str, Any]:
     shown: dict[str, Any] = {}
     for key, value in node.items():
         if key not in _SCHEMA_KEYS:
@@ -452,14 +453,18 @@ def _compact(node: Mapping[str, Any], cut: SchemaCut, depth: int) -> dict[str, A
         if key == "properties" and isinstance(value, Mapping):
             if depth >= cut.depth:
                 continue
-            shown[key] = _properties(value, cut, depth)
+            shown[key] = _properties(value, cut, depth, root)
             if len(value) > cut.properties:
                 shown["moreProperties"] = len(value) - cut.properties
         elif key == "items" and isinstance(value, Mapping):
-            shown[key] = _child(value, cut, depth + 1)
+            shown[key] = _child(value, cut, depth + 1, root)
+        elif key == "$ref":
+            target = _local_definition(root, value)
+            for name, part in _child(target, cut, depth + 1, root).items() if target else ():
+                shown.setdefault(name, part)
         elif key in ("anyOf", "oneOf") and isinstance(value, list):
             variants = [item for item in value if isinstance(item, Mapping)][:_MAX_VARIANTS]
-            shown[key] = [_child(item, cut, depth + 1) for item in variants]
+            shown[key] = [_child(item, cut, depth + 1, root) for item in variants]
         elif key == "description" and isinstance(value, str):
             if cut.description_chars and value.strip():
                 shown[key] = cut_text(_plain(value), cut.description_chars)
@@ -478,20 +483,34 @@ def _compact(node: Mapping[str, Any], cut: SchemaCut, depth: int) -> dict[str, A
     return shown
 
 
-def _properties(properties: Mapping[str, Any], cut: SchemaCut, depth: int) -> dict[str, Any]:
+def _properties(
+    properties: Mapping[str, Any], cut: SchemaCut, depth: int, root: Mapping[str, Any]
+) -> dict[str, Any]:
     shown = {}
     for name, value in list(properties.items())[: cut.properties]:
         key = clean_text(str(name))[:64]
-        shown[key] = _child(value, cut, depth + 1) if isinstance(value, Mapping) else {}
+        shown[key] = _child(value, cut, depth + 1, root) if isinstance(value, Mapping) else {}
     return shown
 
 
-def _child(node: Mapping[str, Any], cut: SchemaCut, depth: int) -> dict[str, Any]:
+def _child(node: Mapping[str, Any], cut: SchemaCut, depth: int, root: Mapping[str, Any]) -> dict[str, Any]:
     """A nested schema: compacted while within `cut.depth`, by its type alone past it."""
     if depth <= cut.depth:
-        return _compact(node, cut, depth)
+        return _compact(node, cut, depth, root)
     kind = node.get("type")
     return {"type": _scalar(kind)} if isinstance(kind, str | list) else {}
+
+
+def _local_definition(root: Mapping[str, Any], ref: object) -> Mapping[str, Any] | None:
+    """The schema a JSON pointer within the document (`#/$defs/Name`) names, or None."""
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    node: object = root
+    for part in ref[2:].split("/"):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part.replace("~1", "/").replace("~0", "~"))
+    return node if isinstance(node, Mapping) else None
 
 
 def _scalar(value: Any) -> Any:
