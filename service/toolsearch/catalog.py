@@ -36,7 +36,6 @@ from toolsearch.integrity import CONFUSABLE_NAME, MAX_DEMOTED, Integrity, ToolGu
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
-from toolsearch.search.lexical import LexicalIndex
 from toolsearch.single_flight import SingleFlight
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
@@ -180,8 +179,7 @@ class Catalog:
     def unknown_words(self, query: str) -> list[str]:
         """The words of `query` that no tool's text has (`LexicalIndex.unknown_words`): a product the
         catalog does not serve, another language's words, or a misspelling."""
-        lexical = getattr(self.index, "lexical", self.index)  # a hybrid index ranks over a lexical one
-        return lexical.unknown_words(query) if isinstance(lexical, LexicalIndex) else []
+        return self.index.unknown_words(query)
 
     def suspicious(self, name: str) -> tuple[str, ...]:
         """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""

@@ -130,6 +130,17 @@ def test_the_limit_bounds_the_hits(tools: list[Tool], embedder: Embedder) -> Non
     assert index.search("issue", 0) == []
 
 
+def test_every_index_says_which_words_of_a_request_no_tool_has(tools: list[Tool], embedder: Embedder) -> None:
+    lexical = LexicalIndex.build(tools)
+    query = "bamboohr " + " ".join(tools[0].description.split()[:3])
+    assert lexical.unknown_words(query) == ["bamboohr"]
+    progressive = ProgressiveIndex(lexical)
+    assert progressive.unknown_words(query) == ["bamboohr"]
+    progressive.upgrade(lambda: _hybrid(tools, embedder))
+    assert isinstance(progressive.current, HybridIndex)
+    assert progressive.unknown_words(query) == ["bamboohr"]
+
+
 def _semantic(tools: list[Tool], embedder: Embedder) -> tuple[SemanticIndex, QueryVectors]:
     return SemanticIndex.build(tools, embedder, MemoryVectorCache()), QueryVectors(embedder)
 

@@ -23,3 +23,7 @@ class SearchIndex(Protocol):
     def search(self, query: str, limit: int) -> list[SearchHit]:
         """The best `limit` tools for `query`, best first; fewer (or none) when few match."""
         ...
+
+    def unknown_words(self, query: str) -> list[str]:
+        """The words of `query` that no tool's text has (`LexicalIndex.unknown_words`)."""
+        ...

@@ -318,6 +318,9 @@ class HybridIndex:
         self._abstention = abstention
         self._translation_cosine = translation_cosine
 
+    def unknown_words(self, query: str) -> list[str]:
+        return self.lexical.unknown_words(query)
+
     def search(self, query: str, limit: int) -> list[SearchHit]:
         """The best `limit` tools for `query`, best first; all marked weak when none fits well."""
         if limit <= 0 or not len(self.semantic):

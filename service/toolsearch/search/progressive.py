@@ -40,6 +40,9 @@ class ProgressiveIndex:
     def search(self, query: str, limit: int) -> list[SearchHit]:
         return self._current.search(query, limit)
 
+    def unknown_words(self, query: str) -> list[str]:
+        return self._current.unknown_words(query)
+
     def upgrade(self, build: Callable[[], SearchIndex]) -> bool:
         """Build the better index and serve it from now on; on failure, log and keep the first.
         Whether it was upgraded. (Whoever calls it sets `upgraded` when done with it.)"""
