@@ -32,7 +32,7 @@ from cachetools import LRUCache
 
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
-from toolsearch.integrity import CONFUSABLE_NAME, MAX_DEMOTED, Integrity, ToolGuard, flagged_last, integrity
+from toolsearch.integrity import CONFUSABLE_NAME, MAX_DEMOTED, Integrity, flagged_last, integrity
 from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
@@ -40,6 +40,7 @@ from toolsearch.single_flight import SingleFlight
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
+from toolsearch.tool_guard import ToolGuard
 from toolsearch.twins import twin_groups
 from toolsearch.untrusted import MAX_DEFINITION_DEPTH, MAX_NAME_CHARS, unservable
 from toolsearch.upstream import UpstreamClient

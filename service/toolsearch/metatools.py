@@ -20,12 +20,12 @@ from toolsearch.answer import mark_suspicious, search_answer
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, CatalogService
 from toolsearch.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
-from toolsearch.integrity import lookalike_note
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
 from toolsearch.protocol import INPUT_REQUIRED, asked_input, without_envelope
+from toolsearch.skeletons import lookalike_note
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import tool_digest
 from toolsearch.untrusted import abridged, excerpt

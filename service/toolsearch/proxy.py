@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from toolsearch.catalog import CatalogService, IndexBuilder
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
-from toolsearch.integrity import Approvals, ToolGuard
 from toolsearch.metatools import MetaTools
 from toolsearch.outcomes import MemoryOutcomes, OutcomeMemory, RedisOutcomes, SearchOutcomes
 from toolsearch.policy import ToolPolicy
@@ -20,6 +19,7 @@ from toolsearch.settings import Settings
 from toolsearch.store import CatalogStore, MemoryCatalogStore
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
+from toolsearch.tool_guard import Approvals, ToolGuard
 from toolsearch.upstream import UpstreamClient
 
 if TYPE_CHECKING:
