@@ -19,11 +19,11 @@ from toolsearch.answer import (
     NO_MATCH,
     SCHEMA_CUTS,
     answer_budget,
-    compact_schema,
-    cut_text,
     search_answer,
 )
 from toolsearch.catalog import Catalog, Toolset
+from toolsearch.compact_schemas import compact_schema
+from toolsearch.descriptions import cut_text
 from toolsearch.policy import ToolPolicy
 from toolsearch.search import SearchHit
 from toolsearch.search.lexical import LexicalIndex
