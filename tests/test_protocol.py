@@ -9,6 +9,12 @@ from typing import Any
 import pytest
 
 from toolsearch.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError
+from toolsearch.mcp_headers import (
+    decode_header_value,
+    encode_header_value,
+    param_headers,
+    valid_header_annotations,
+)
 from toolsearch.protocol import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO,
@@ -22,8 +28,6 @@ from toolsearch.protocol import (
     check_legacy_version_header,
     check_modern_request,
     complete_result,
-    decode_header_value,
-    encode_header_value,
     forwarded_result,
     legacy_headers,
     modern_headers,
@@ -31,13 +35,11 @@ from toolsearch.protocol import (
     modern_status,
     negotiate_legacy_version,
     offered_capabilities,
-    param_headers,
     relayed_meta,
     relayed_notification,
     request_era,
     speaks_only_modern,
     unrelayed_request,
-    valid_header_annotations,
     without_envelope,
 )
 

@@ -33,8 +33,8 @@ from cachetools import LRUCache
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.integrity import CONFUSABLE_NAME, MAX_DEMOTED, Integrity, flagged_last, integrity
+from toolsearch.mcp_headers import valid_header_annotations
 from toolsearch.naming import split_qualified_name
-from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.single_flight import SingleFlight
 from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest

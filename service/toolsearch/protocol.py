@@ -1,13 +1,12 @@
 """MCP protocol versions and the two eras: legacy (initialize handshake) and modern (per-request `_meta`).
 
 Both halves of the era rules, as pure functions: inbound, how a caller's request is checked and
-answered; outbound, what toolsearch sends the upstream as a client of either era.
+answered; outbound, what toolsearch sends the upstream as a client of either era. How values are
+written in the 2026-07-28 headers is in `mcp_headers`.
 """
 
 from __future__ import annotations
 
-import base64
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
@@ -23,6 +22,7 @@ from toolsearch.jsonrpc import (
     UNSUPPORTED_PROTOCOL_VERSION,
     JsonRpcError,
 )
+from toolsearch.mcp_headers import decode_header_value, encode_header_value, header
 from toolsearch.untrusted import clean_text
 
 Era = Literal["legacy", "modern"]
@@ -76,34 +76,6 @@ MODERN_ERROR_STATUS: Final = {
 }
 """The HTTP status of a 2026-07-28 JSON-RPC error, by code (other codes: 200)."""
 
-_BASE64_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
-_HEADER_SAFE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
-_TOKEN_CHARS = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
-_PARAM_HEADER_TYPES: Final = ("string", "integer", "boolean")
-_MAX_ANNOTATION_DEPTH: Final = 16
-
-
-def encode_header_value(value: str) -> str:
-    """A header value as the 2026-07-28 transport writes it: plain when safe, else `=?base64?…?=`."""
-    if _HEADER_SAFE.match(value) and not _BASE64_SENTINEL.match(value):
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
-
-
-def decode_header_value(value: str) -> str:
-    match = _BASE64_SENTINEL.match(value)
-    if match is None:
-        return value
-    try:
-        return base64.b64decode(match.group(1), validate=True).decode()
-    except ValueError:
-        raise JsonRpcError(
-            HEADER_MISMATCH,
-            "Header mismatch: a =?base64?…?= header value is not valid base64",
-            http_status=400,
-        ) from None
-
 
 def unsupported_version(requested: object) -> JsonRpcError:
     return JsonRpcError(
@@ -112,12 +84,6 @@ def unsupported_version(requested: object) -> JsonRpcError:
         {"supported": list(SUPPORTED_VERSIONS), "requested": requested},
         http_status=400,
     )
-
-
-def header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header's value without the optional whitespace around it, which is not part of it (RFC 9110)."""
-    value = headers.get(name)
-    return value.strip(" \t") if value is not None else None
 
 
 def request_era(method: str, params: Mapping[str, Any], headers: Mapping[str, str] | None) -> Era:
@@ -418,51 +384,3 @@ def speaks_only_modern(error_data: Any) -> bool:
     """Whether an unsupported-version error's data lists no legacy version we speak."""
     supported = error_data.get("supported") if isinstance(error_data, Mapping) else None
     return isinstance(supported, list) and not any(v in LEGACY_VERSIONS for v in supported)
-
-
-def header_annotations(schema: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any, Any]]:
-    """(property path, x-mcp-header value, declared type) of every annotated property reachable via
-    `properties` chains only, as the 2026-07-28 transport defines them."""
-    found: list[tuple[tuple[str, ...], Any, Any]] = []
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping) or len(path) > _MAX_ANNOTATION_DEPTH:
-        return found
-    for key, prop in properties.items():
-        if not isinstance(prop, Mapping):
-            continue
-        if "x-mcp-header" in prop:
-            found.append(((*path, str(key)), prop["x-mcp-header"], prop.get("type")))
-        found.extend(header_annotations(prop, (*path, str(key))))
-    return found
-
-
-def valid_header_annotations(tool: Mapping[str, Any]) -> bool:
-    """Whether a tool's `x-mcp-header` annotations keep the spec's rules (token names, unique
-    case-insensitively, on string, integer or boolean properties); clients leave out tools that break them."""
-    annotated = header_annotations(tool.get("inputSchema"))
-    names = [name for _, name, _ in annotated]
-    return all(
-        isinstance(name, str) and _TOKEN_CHARS.match(name) and kind in _PARAM_HEADER_TYPES
-        for _, name, kind in annotated
-    ) and len({str(n).lower() for n in names}) == len(names)
-
-
-def param_headers(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, str]:
-    """`Mcp-Param-{Name}` headers mirroring the arguments at annotated properties."""
-    headers: dict[str, str] = {}
-    for path, name, _ in header_annotations(schema):
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, int) and abs(value) <= _MAX_SAFE_INTEGER:
-            text = str(value)
-        elif isinstance(value, str):
-            text = value
-        else:
-            continue
-        headers[f"Mcp-Param-{name}"] = encode_header_value(text)
-    return headers

@@ -21,6 +21,7 @@ from toolsearch.caller import CallerHeaders, CallerInput, CallRelay
 from toolsearch.errors import UpstreamError, UpstreamRpcError
 from toolsearch.exchange import Exchange, NotJsonRpc, SessionExpired, ToolsChanged, describe
 from toolsearch.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
+from toolsearch.mcp_headers import param_headers
 from toolsearch.oauth import PROTECTED_RESOURCE_PATH
 from toolsearch.protocol import (
     CLIENT_INFO,
@@ -30,7 +31,6 @@ from toolsearch.protocol import (
     Era,
     modern_headers,
     modern_params,
-    param_headers,
     relayed_meta,
     speaks_only_modern,
 )
