@@ -13,6 +13,7 @@ Import them from here: `from toolsearch.testing import DemoUpstream, serve_app`.
 
 from toolsearch.testing.balancer import nginx_binary, nginx_command, write_round_robin_config
 from toolsearch.testing.canned import CANNED_LABEL, canned_result, example_arguments
+from toolsearch.testing.recorded import DEMO_SERVERS, recorded_tools
 from toolsearch.testing.redis_server import (
     RedisClusterServer,
     RedisServer,
@@ -30,7 +31,6 @@ from toolsearch.testing.serving import (
     stop_process,
 )
 from toolsearch.testing.upstream import (
-    DEMO_SERVERS,
     CallHook,
     CallOutcome,
     DemoUpstream,
@@ -39,7 +39,6 @@ from toolsearch.testing.upstream import (
     RequestHook,
     Visibility,
     bearer_visibility,
-    recorded_tools,
 )
 
 __all__ = [

@@ -25,15 +25,12 @@ from __future__ import annotations
 import inspect
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types
-import orjson
 from mcp.server import Server
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
@@ -43,11 +40,20 @@ from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsearch import __version__
-from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.testing.canned import canned_result
+from toolsearch.testing.http_gate import (
+    authorization_server_metadata,
+    bearer_challenge,
+    json_body,
+    legacy_version_refusal,
+    protected_resource_metadata,
+    read_body,
+    replay,
+    request_headers,
+)
 
 Visibility = Callable[[str | None], Collection[str] | None]
 """Caller's `Authorization` header value (or None) -> names of the tools it sees; None refuses it."""
@@ -63,25 +69,6 @@ RequestHook = Callable[
 ]
 """An `on_call_request` hook: as `CallHook`, given the SDK's request context and the call's params
 (to send the client requests mid-call, or read a 2026-07-28 retry's `inputResponses`)."""
-
-DEMO_SERVERS: tuple[str, ...] = (
-    "github",
-    "slack",
-    "sentry",
-    "notion",
-    "google-calendar",
-    "gmail",
-    "kubernetes-go",
-    "stripe025",
-    "hubspot",
-    "supabase",
-    "filesystem",
-    "time",
-    "yfinance",
-    "linear-mcp",
-    "git",
-)
-"""The recorded servers the demo serves: 15 varied public MCP servers, 268 tools."""
 
 _MCP_PROTOCOL_VERSION = "mcp-protocol-version"
 _PROTECTED_RESOURCE = "/.well-known/oauth-protected-resource"
@@ -285,22 +272,22 @@ class DemoUpstream:
         base = f"{scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}"
         path = scope["path"]
         if path in (f"{_PROTECTED_RESOURCE}{self.path}", _PROTECTED_RESOURCE):
-            return JSONResponse(_protected_resource_metadata(base, self.path))
+            return JSONResponse(protected_resource_metadata(base, self.path))
         if path == "/.well-known/oauth-authorization-server":
-            return JSONResponse(_authorization_server_metadata(base))
+            return JSONResponse(authorization_server_metadata(base))
         if path.rstrip("/") != self.path:
             return None
         metadata_url = f"{base}{_PROTECTED_RESOURCE}{self.path}"
         authorization = headers.get("authorization")
         if authorization is None and self.require_auth:
             challenge = f'Bearer resource_metadata="{metadata_url}"'
-            return _bearer_challenge(401, challenge, "authorization required")
+            return bearer_challenge(401, challenge, "authorization required")
         if self.visibility is not None and self.visibility(authorization) is None:
             if self.rejected_token_status == 403:
                 challenge = f'Bearer error="insufficient_scope", resource_metadata="{metadata_url}"'
-                return _bearer_challenge(403, challenge, "this token may not use the tools")
+                return bearer_challenge(403, challenge, "this token may not use the tools")
             challenge = f'Bearer error="invalid_token", resource_metadata="{metadata_url}"'
-            return _bearer_challenge(401, challenge, "the access token is not accepted")
+            return bearer_challenge(401, challenge, "the access token is not accepted")
         version = headers.get(_MCP_PROTOCOL_VERSION)
         if self.legacy_only and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return legacy_version_refusal(version, message)
@@ -339,15 +326,15 @@ class _Gate:
         if scope["type"] != "http":
             await self._inner(scope, receive, send)
             return
-        body = await _read_body(receive) if scope["method"] == "POST" else b""
-        headers = _headers(scope)
-        message = _decode(body)
+        body = await read_body(receive) if scope["method"] == "POST" else b""
+        headers = request_headers(scope)
+        message = json_body(body)
         self._upstream._record(RecordedRequest(scope["method"], scope["path"], headers, message))
         refusal = self._upstream._refusal(scope, headers, message)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        await self._inner(scope, _replay(body, receive), send)
+        await self._inner(scope, replay(body, receive), send)
 
 
 def _authorization(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -362,114 +349,3 @@ def _page_start(cursor: str | None) -> int:
     if prefix != "page" or not offset.isdigit():
         raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Invalid cursor: {cursor!r}")
     return int(offset)
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
-        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return headers
-
-
-def _decode(body: bytes) -> Any:
-    try:
-        return orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        return None
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that hands the already-read body to the app once, then the client's further events."""
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def replayed() -> Message:
-        return pending.pop() if pending else await receive()
-
-    return replayed
-
-
-def _bearer_challenge(status: int, challenge: str, description: str) -> Response:
-    error = "invalid_token" if status == 401 else "insufficient_scope"
-    return JSONResponse(
-        {"error": error, "error_description": description},
-        status_code=status,
-        headers={"WWW-Authenticate": challenge},
-    )
-
-
-def legacy_version_refusal(version: str, message: Any) -> Response:
-    request_id = message.get("id") if isinstance(message, dict) else None
-    supported = ", ".join(HANDSHAKE_PROTOCOL_VERSIONS)
-    error = {
-        "code": mcp_types.INVALID_REQUEST,
-        "message": f"Bad Request: Unsupported protocol version: {version}. Supported versions: {supported}",
-    }
-    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=400)
-
-
-def _protected_resource_metadata(base: str, path: str) -> dict[str, Any]:
-    return {
-        "resource": f"{base}{path}",
-        "authorization_servers": [base],
-        "scopes_supported": ["tools"],
-        "bearer_methods_supported": ["header"],
-        "resource_name": "toolsearch demo upstream",
-    }
-
-
-def _authorization_server_metadata(base: str) -> dict[str, Any]:
-    return {
-        "issuer": base,
-        "authorization_endpoint": f"{base}/authorize",
-        "token_endpoint": f"{base}/token",
-        "registration_endpoint": f"{base}/register",
-        "scopes_supported": ["tools"],
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
-    }
-
-
-# Recorded tool definitions
-
-
-def recorded_tools(
-    servers: Sequence[str] | None = None, limit: int | None = None, *, path: Path | None = None
-) -> list[dict[str, Any]]:
-    """Recorded tool definitions, named `<server>_<tool>` like agentgateway names aggregated tools.
-
-    From the package's recorded catalog (or the catalog file at `path`). `servers` picks servers in
-    the given order (default: all, in file order); `limit` keeps the first N tools. Each call returns
-    fresh copies.
-    """
-    by_server = _recorded_servers(path or recorded_catalog_path())
-    chosen = list(by_server) if servers is None else list(servers)
-    unknown = [server for server in chosen if server not in by_server]
-    if unknown:
-        raise ValueError(f"no recorded server named {', '.join(unknown)}; known: {', '.join(by_server)}")
-    tools = [tool for server in chosen for tool in by_server[server]][:limit]
-    copies: list[dict[str, Any]] = orjson.loads(orjson.dumps(tools))
-    return copies
-
-
-@cache
-def _recorded_servers(path: Path) -> dict[str, list[dict[str, Any]]]:
-    by_server: dict[str, list[dict[str, Any]]] = {}
-    for tool in load_catalog_file(path):
-        # Server names never contain "_", so the first one ends the server part of a qualified name.
-        by_server.setdefault(tool["name"].partition("_")[0], []).append(tool)
-    return by_server
