@@ -154,17 +154,7 @@ class Exchange:
             raise UpstreamError(f"upstream did not answer {method} in time") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream unreachable: {describe(exc)}") from None
-        error = message.get("error")
-        if isinstance(error, dict):
-            raise UpstreamRpcError(
-                int(error.get("code", -32603)) if isinstance(error.get("code"), int) else -32603,
-                str(error.get("message", "")),
-                error.get("data"),
-            )
-        result = message.get("result")
-        if not isinstance(result, dict):
-            raise UpstreamError(f"upstream answered {method} without a result object")
-        return result
+        return _result(message, method)
 
     def _headers(self, caller: CallerHeaders, headers: Mapping[str, str]) -> dict[str, str]:
         sent = {
@@ -262,3 +252,18 @@ def _names_the_session(message: Any) -> bool:
     error = message.get("error") if isinstance(message, dict) else None
     text = error.get("message") if isinstance(error, dict) else None
     return isinstance(text, str) and "session" in text.lower()
+
+
+def _result(message: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """The result of the upstream's answer to `method`; its JSON-RPC error raised as `UpstreamRpcError`."""
+    error = message.get("error")
+    if isinstance(error, dict):
+        raise UpstreamRpcError(
+            int(error.get("code", -32603)) if isinstance(error.get("code"), int) else -32603,
+            str(error.get("message", "")),
+            error.get("data"),
+        )
+    result = message.get("result")
+    if not isinstance(result, dict):
+        raise UpstreamError(f"upstream answered {method} without a result object")
+    return result

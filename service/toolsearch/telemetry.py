@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.metrics import Observation
+from opentelemetry.metrics import Histogram, Meter, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -48,6 +48,45 @@ def _otlp_configured(kind: str) -> bool:
     )
 
 
+def _tracer_provider(
+    resource: Resource, span_exporter: SpanExporter | None, use_environment: bool
+) -> TracerProvider | None:
+    """The provider exporting spans to `span_exporter`, else over OTLP when configured; None (no
+    span recorded) otherwise."""
+    if span_exporter is None and use_environment and _otlp_configured("TRACES"):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        span_exporter = OTLPSpanExporter()
+    if span_exporter is None:
+        return None
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    return provider
+
+
+def _meter_provider(
+    resource: Resource, registry: CollectorRegistry, metric_reader: MetricReader | None, use_environment: bool
+) -> MeterProvider:
+    """Metrics read as Prometheus text from `registry`, by `metric_reader` too, and exported over OTLP
+    when configured."""
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+    readers: list[MetricReader] = [PrometheusMetricReader(registry=registry)]
+    if metric_reader is not None:
+        readers.append(metric_reader)
+    if use_environment and _otlp_configured("METRICS"):
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+    return MeterProvider(resource=resource, metric_readers=readers)
+
+
+def _latency_histogram(meter: Meter, name: str, description: str) -> Histogram:
+    return meter.create_histogram(
+        name, unit="s", description=description, explicit_bucket_boundaries_advisory=_LATENCY_BUCKETS
+    )
+
+
 class Telemetry:
     """One process's tracer and instruments. `Telemetry()` reads the standard OTEL_* variables;
     tests pass an in-memory span exporter and metric reader instead."""
@@ -60,56 +99,40 @@ class Telemetry:
         use_environment: bool = True,
     ) -> None:
         resource = Resource.create({"service.name": "toolsearch", "service.version": __version__})
-        if span_exporter is None and use_environment and _otlp_configured("TRACES"):
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-            span_exporter = OTLPSpanExporter()
-        self._tracer_provider: TracerProvider | None = None
-        if span_exporter is not None:
-            self._tracer_provider = TracerProvider(resource=resource)
-            self._tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-            self.tracer: trace.Tracer = self._tracer_provider.get_tracer("toolsearch", __version__)
-        else:
-            self.tracer = trace.NoOpTracer()
-
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
-
-        self.registry = CollectorRegistry()
-        readers: list[MetricReader] = [PrometheusMetricReader(registry=self.registry)]
-        if metric_reader is not None:
-            readers.append(metric_reader)
-        if use_environment and _otlp_configured("METRICS"):
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-            readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
-        self._meter_provider = MeterProvider(resource=resource, metric_readers=readers)
-        meter = self._meter_provider.get_meter("toolsearch", __version__)
-        self._meter = meter
-
-        def histogram(name: str, description: str) -> Any:
-            return meter.create_histogram(
-                name, unit="s", description=description, explicit_bucket_boundaries_advisory=_LATENCY_BUCKETS
-            )
-
-        self.server_duration = histogram(
-            "mcp.server.operation.duration", "MCP requests served, by method, meta-tool and outcome."
+        self._tracer_provider = _tracer_provider(resource, span_exporter, use_environment)
+        self.tracer: trace.Tracer = (
+            self._tracer_provider.get_tracer("toolsearch", __version__)
+            if self._tracer_provider is not None
+            else trace.NoOpTracer()
         )
-        self.client_duration = histogram(
-            "mcp.client.operation.duration", "Requests to the upstream MCP server."
+        self.registry = CollectorRegistry()
+        self._meter_provider = _meter_provider(resource, self.registry, metric_reader, use_environment)
+        self._meter = self._meter_provider.get_meter("toolsearch", __version__)
+        self._request_instruments(self._meter)
+        self._outcome_instruments(self._meter)
+
+    def _request_instruments(self, meter: Meter) -> None:
+        self.server_duration = _latency_histogram(
+            meter, "mcp.server.operation.duration", "MCP requests served, by method, meta-tool and outcome."
+        )
+        self.client_duration = _latency_histogram(
+            meter, "mcp.client.operation.duration", "Requests to the upstream MCP server."
         )
         self.upstream_errors = meter.create_counter(
             "toolsearch.upstream.errors",
             description="Upstream requests that failed, by method and error type.",
         )
-        self.search_duration = histogram("toolsearch.search.duration", "search_tools ranking time per query.")
+        self.search_duration = _latency_histogram(
+            meter, "toolsearch.search.duration", "search_tools ranking time per query."
+        )
         self.catalog_lookups = meter.create_counter(
             "toolsearch.catalog.lookups", description="Catalog lookups by result: hit, stale or miss."
         )
         self.catalog_refreshes = meter.create_counter(
             "toolsearch.catalog.refreshes", description="Upstream listings of a catalog, by outcome."
         )
-        self.catalog_listing_duration = histogram(
-            "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
+        self.catalog_listing_duration = _latency_histogram(
+            meter, "toolsearch.catalog.listing.duration", "Time to list a caller's catalog from the upstream."
         )
         self.suspicious_tools = meter.create_counter(
             "toolsearch.tools.suspicious",
@@ -120,7 +143,9 @@ class Telemetry:
             description="Listed tools whose definition changed since pinned, by action: recorded or "
             "quarantined.",
         )
-        # What callers do with search answers (outcomes.py): counts and ranks, never a tool's name.
+
+    def _outcome_instruments(self, meter: Meter) -> None:
+        """What callers do with search answers (outcomes.py): counts and ranks, never a tool's name."""
         self.search_followed = meter.create_histogram(
             "toolsearch.search.followed",
             unit="{rank}",

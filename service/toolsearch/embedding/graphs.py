@@ -181,10 +181,7 @@ def static_embedding(
     axis = g.constant("axis_1", np.array([1], np.int64))
     # [batch, 1, tokens] @ [batch, tokens, dims]: each text's weighted sum of rows, in one MatMul.
     summed = g.op("Squeeze", g.op("MatMul", g.op("Unsqueeze", scale, axis), vectors), axis)
-    counts = g.op(
-        "Max", g.op("ReduceSum", keep, axis, keepdims=1), g.constant("one", np.array(1.0, np.float32))
-    )
-    mean = g.op("Div", summed, counts)
+    mean = g.op("Div", summed, _token_counts(g, keep, axis))
     g.nodes.append(helper.make_node("Identity", [mean], [SENTENCE_EMBEDDING]))
     output = helper.make_tensor_value_info(SENTENCE_EMBEDDING, TensorProto.FLOAT, ["batch", table.shape[1]])
     return g.model([output], "static-embedding")
@@ -212,15 +209,45 @@ def use_encoder(weights: Mapping[str, np.ndarray]) -> onnx.ModelProto:
     keep = g.op("Cast", ATTENTION_MASK, to=TensorProto.FLOAT)  # [batch, tokens]
     axis = g.constant("axis_1", np.array([1], np.int64))
     keep_row = g.op("Unsqueeze", keep, axis)  # [batch, 1, tokens]
+    embedded = _use_embeddings(g, weights)  # [batch, tokens, 512]
+    features = _use_token_features(g, weights, embedded, keep_row, axis, eps)
 
+    # Summing the tokens before the (linear) output projection: one row per text to project.
+    summed = g.op("Squeeze", g.op("MatMul", keep_row, features), axis)
+    counts = _token_counts(g, keep, axis)
+    pooled = g.op(
+        "Add",
+        g.op("MatMul", summed, g.constant("cnn.w", weights["cnn_W"])),
+        g.op("Mul", counts, g.constant("cnn.b", weights["cnn_b"])),
+    )
+    pooled = g.op("Div", pooled, g.op("Sqrt", counts))
+    z = _use_residual_network(g, weights, pooled)
+    norm = g.op(
+        "Max",
+        g.op("ReduceL2", z, axis, keepdims=1),
+        g.constant("min_norm", np.array(math.sqrt(eps), np.float32)),
+    )
+    g.nodes.append(helper.make_node("Div", [z, norm], [SENTENCE_EMBEDDING]))
+    dimensions = weights["d3"].shape[1]
+    output = helper.make_tensor_value_info(SENTENCE_EMBEDDING, TensorProto.FLOAT, ["batch", dimensions])
+    return g.model([output], "universal-sentence-encoder")
+
+
+def _use_embeddings(g: _Graph, weights: Mapping[str, np.ndarray]) -> str:
+    """Each token's row of the uint8 table, dequantised by its chunk's scale and offset."""
     chunk = g.op("Mod", INPUT_IDS, g.constant("chunks", np.array(len(weights["scale"]), np.int64)))
     codes = g.op(
         "Cast", g.op("Gather", g.constant("table", weights["table"]), INPUT_IDS), to=TensorProto.FLOAT
     )
     scale = g.op("Gather", g.constant("scale", weights["scale"].reshape(-1, 1)), chunk)
     lo = g.op("Gather", g.constant("lo", weights["lo"].reshape(-1, 1)), chunk)
-    embedded = g.op("Add", g.op("Mul", codes, scale), lo)  # [batch, tokens, 512]
+    return g.op("Add", g.op("Mul", codes, scale), lo)
 
+
+def _use_token_features(
+    g: _Graph, weights: Mapping[str, np.ndarray], embedded: str, keep_row: str, axis: str, eps: float
+) -> str:
+    """Each token's embedding and its three CNN branches, layer-normed together."""
     orders = [n for n, _ in USE_NGRAMS]
     projection = np.concatenate([weights[f"proj{n}"] for n in orders], axis=1)
     projected = g.op(
@@ -252,7 +279,7 @@ def use_encoder(weights: Mapping[str, np.ndarray]) -> onnx.ModelProto:
         x = g.op("Mul", x, keep_row)
         branches.append(g.op("Add", g.op("Relu", _ngram_conv(g, x, weights, f"2_{order}", order, left)), x))
     cnn = g.op("Transpose", g.op("Concat", *branches, axis=1), perm=[0, 2, 1])
-    features = g.op(
+    return g.op(
         "LayerNormalization",
         g.op("Concat", embedded, cnn, axis=-1),
         g.constant("ln.g", weights["ln_g"]),
@@ -261,17 +288,9 @@ def use_encoder(weights: Mapping[str, np.ndarray]) -> onnx.ModelProto:
         epsilon=eps,
     )
 
-    # Summing the tokens before the (linear) output projection: one row per text to project.
-    summed = g.op("Squeeze", g.op("MatMul", keep_row, features), axis)
-    counts = g.op(
-        "Max", g.op("ReduceSum", keep, axis, keepdims=1), g.constant("one", np.array(1.0, np.float32))
-    )
-    pooled = g.op(
-        "Add",
-        g.op("MatMul", summed, g.constant("cnn.w", weights["cnn_W"])),
-        g.op("Mul", counts, g.constant("cnn.b", weights["cnn_b"])),
-    )
-    pooled = g.op("Div", pooled, g.op("Sqrt", counts))
+
+def _use_residual_network(g: _Graph, weights: Mapping[str, np.ndarray], pooled: str) -> str:
+    """The small residual network after pooling, before the unit length."""
 
     def dense(x: str, name: str) -> str:
         return g.op("MatMul", x, g.constant(name, weights[name]))
@@ -279,16 +298,14 @@ def use_encoder(weights: Mapping[str, np.ndarray]) -> onnx.ModelProto:
     y0 = g.op("Relu", dense(pooled, "d0"))
     y1 = g.op("Relu", g.op("Add", dense(pooled, "p1"), dense(y0, "d1")))
     y2 = g.op("Relu", dense(y1, "d2"))
-    z = g.op("Tanh", g.op("Add", dense(y1, "p3"), dense(y2, "d3")))
-    norm = g.op(
-        "Max",
-        g.op("ReduceL2", z, axis, keepdims=1),
-        g.constant("min_norm", np.array(math.sqrt(eps), np.float32)),
+    return g.op("Tanh", g.op("Add", dense(y1, "p3"), dense(y2, "d3")))
+
+
+def _token_counts(g: _Graph, keep: str, axis: str) -> str:
+    """How many tokens each text has (at least one, so that an empty text divides by one)."""
+    return g.op(
+        "Max", g.op("ReduceSum", keep, axis, keepdims=1), g.constant("one", np.array(1.0, np.float32))
     )
-    g.nodes.append(helper.make_node("Div", [z, norm], [SENTENCE_EMBEDDING]))
-    dimensions = weights["d3"].shape[1]
-    output = helper.make_tensor_value_info(SENTENCE_EMBEDDING, TensorProto.FLOAT, ["batch", dimensions])
-    return g.model([output], "universal-sentence-encoder")
 
 
 def _ngram_conv(
