@@ -8,8 +8,9 @@ that the help is printed without importing any of them.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 
 @dataclass(frozen=True)
@@ -44,3 +45,12 @@ COMMANDS: Final = {
         "what callers did with search answers, from running proxies' /stats", "stats", "add_stats_command"
     ),
 }
+
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The CLI's subparsers, on which each command registers itself."""
+
+
+def command_parser(subparsers: Subparsers, name: str, description: str | None) -> argparse.ArgumentParser:
+    """The parser of command `name`, with its line of `toolsearch --help` (`COMMANDS`)."""
+    return subparsers.add_parser(name, help=COMMANDS[name].summary, description=description)

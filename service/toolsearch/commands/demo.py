@@ -22,7 +22,7 @@ import orjson
 from mcp import Client
 from mcp_types import CallToolResult, TextContent
 
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.settings import Settings
 from toolsearch.testing import DEMO_SERVERS, DemoUpstream, example_arguments, recorded_tools, serve_app
 
@@ -34,15 +34,12 @@ _DEMO_EMBEDDING_WAIT = 600.0
 """Seconds the demo's first search may wait for the catalog to be embedded (it shows hybrid search)."""
 
 
-def add_demo_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+_DESCRIPTION = __doc__.splitlines()[0] if __doc__ else None
+
+
+def add_demo_command(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register `toolsearch demo` on the CLI's subparsers; its handler is `run_demo(args) -> int`."""
-    parser = subparsers.add_parser(
-        "demo",
-        help=COMMANDS["demo"].summary,
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
+    parser = command_parser(subparsers, "demo", _DESCRIPTION)
     parser.add_argument("--host", default="127.0.0.1", help="address the proxy listens on [127.0.0.1]")
     parser.add_argument("--port", type=int, default=8090, help="port of the proxy; 0 picks a free one [8090]")
     parser.add_argument(

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.evaluation import (
     Mode,
     QueryFileError,
@@ -20,17 +20,15 @@ from toolsearch.evaluation import (
     summarize,
 )
 
+_DESCRIPTION = (
+    "Rank every query of a query set over a catalog file and print recall@1/5/10 and "
+    "MRR@10 (overall and per language), abstention, and search latency."
+)
 
-def add_eval_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+
+def add_eval_command(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register `eval`; the parsed arguments' `handler(args) -> int` runs it (exit status)."""
-    parser = subparsers.add_parser(
-        "eval",
-        help=COMMANDS["eval"].summary,
-        description="Rank every query of a query set over a catalog file and print recall@1/5/10 and "
-        "MRR@10 (overall and per language), abstention, and search latency.",
-    )
+    parser = command_parser(subparsers, "eval", _DESCRIPTION)
     parser.add_argument(
         "--catalog", type=Path, default=None, help="catalog file (default: the recorded catalog)"
     )

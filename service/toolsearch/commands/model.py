@@ -9,22 +9,26 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.embedding.fetch import HUB, KNOWN_MODELS, fetch_model
 from toolsearch.embedding.manifest import ModelError, ModelManifest, staged_directory
 from toolsearch.search.dictionaries import languages_of
 from toolsearch.search.freedict import COPYRIGHT_FILE, DEBIAN_PACKAGES, DEFAULT_DIRECTORY, build_dictionaries
 
+_DESCRIPTION = "Make the search profile, or one model directory, that `serve --model-dir` loads."
 
-def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+
+def add_model_commands(subparsers: Subparsers) -> None:
     """Register `model install`, `model fetch` and `model import` on the CLI's subparsers."""
-    model = subparsers.add_parser(
-        "model",
-        help=COMMANDS["model"].summary,
-        description="Make the search profile, or one model directory, that `serve --model-dir` loads.",
-    )
+    model = command_parser(subparsers, "model", _DESCRIPTION)
     actions = model.add_subparsers(dest="model_command", required=True, metavar="{install,fetch,import}")
 
+    _add_install(actions)
+    _add_fetch(actions)
+    _add_imports(actions)
+
+
+def _add_install(actions: Subparsers) -> None:
     install = actions.add_parser(
         "install",
         help="make the default search profile offline: both models, the dictionaries and the trained ranker",
@@ -54,6 +58,8 @@ def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     )
     install.set_defaults(handler=_install)
 
+
+def _add_fetch(actions: Subparsers) -> None:
     fetch = actions.add_parser(
         "fetch",
         help="download a known model from the Hugging Face hub",
@@ -65,6 +71,8 @@ def add_model_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     _add_target_arguments(fetch)
     fetch.set_defaults(handler=_fetch)
 
+
+def _add_imports(actions: Subparsers) -> None:
     imports = actions.add_parser(
         "import",
         help="convert a local model, without network",

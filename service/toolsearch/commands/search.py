@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.embedding import ModelError
 from toolsearch.search import SearchIndex
 from toolsearch.search.lexical import LexicalIndex
@@ -56,16 +56,15 @@ def _why(parts: dict[str, float]) -> str:
     return ", ".join(f"{name} {value:+.2f}" for name, value in largest[:_EXPLAINED_PARTS])
 
 
-def add_search_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+_DESCRIPTION = (
+    "Rank the tools of a catalog file for a query: BM25F, or hybrid with --model-dir (which "
+    "embeds the whole catalog first: minutes for thousands of tools)."
+)
+
+
+def add_search_command(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register `search`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
-    parser = subparsers.add_parser(
-        "search",
-        help=COMMANDS["search"].summary,
-        description="Rank the tools of a catalog file for a query: BM25F, or hybrid with --model-dir (which "
-        "embeds the whole catalog first: minutes for thousands of tools).",
-    )
+    parser = command_parser(subparsers, "search", _DESCRIPTION)
     parser.add_argument(
         "--catalog",
         type=Path,

@@ -14,7 +14,7 @@ import os
 import typing
 from typing import Any
 
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.settings import Metavar, Settings
 
 
@@ -98,15 +98,12 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_serve_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+_DESCRIPTION = "Run the MCP tool-search proxy. Every flag can also be set by its TOOLSEARCH_* variable."
+
+
+def add_serve_command(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register `serve`; the parsed arguments' `handler(args) -> int` runs the proxy (exit status)."""
-    parser = subparsers.add_parser(
-        "serve",
-        help=COMMANDS["serve"].summary,
-        description="Run the MCP tool-search proxy. Every flag can also be set by its TOOLSEARCH_* variable.",
-    )
+    parser = command_parser(subparsers, "serve", _DESCRIPTION)
     add_settings_flags(parser)
     parser.set_defaults(handler=_serve)
     return parser

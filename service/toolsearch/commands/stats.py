@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.outcomes import merge_counts, report
 from toolsearch.untrusted import clean_text
 
@@ -71,17 +71,16 @@ def format_report(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def add_stats_command(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> argparse.ArgumentParser:
+_DESCRIPTION = (
+    "Add up the /stats of running proxies (started with --stats) and print the share of "
+    "searches followed by a call of a result, by rank, abstentions, and the tools most often called "
+    "without search."
+)
+
+
+def add_stats_command(subparsers: Subparsers) -> argparse.ArgumentParser:
     """Register `stats`; the parsed arguments' `handler(args) -> int` carries it out (exit status)."""
-    parser = subparsers.add_parser(
-        "stats",
-        help=COMMANDS["stats"].summary,
-        description="Add up the /stats of running proxies (started with --stats) and print the share of "
-        "searches followed by a call of a result, by rank, abstentions, and the tools most often called "
-        "without search.",
-    )
+    parser = command_parser(subparsers, "stats", _DESCRIPTION)
     parser.add_argument(
         "urls", nargs="+", metavar="URL", help="a proxy's base URL, e.g. http://127.0.0.1:8090"
     )

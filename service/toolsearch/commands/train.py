@@ -8,20 +8,20 @@ import json
 import sys
 from pathlib import Path
 
-from toolsearch.commands import COMMANDS
+from toolsearch.commands import Subparsers, command_parser
 from toolsearch.embedding.manifest import ModelError, staged_directory
 
+_DESCRIPTION = (
+    "Fit the query adapter and the re-ranker of a profile's models on training requests "
+    "over a catalog file and write the ranker directory; with --abstention, fit an abstention model "
+    "for the profile's ranker on those requests and on requests no tool serves instead, and write "
+    "it. Deterministic: folds are whole servers."
+)
 
-def add_train_command(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+
+def add_train_command(subparsers: Subparsers) -> None:
     """Register `train` on the CLI's subparsers."""
-    train = subparsers.add_parser(
-        "train",
-        help=COMMANDS["train"].summary,
-        description="Fit the query adapter and the re-ranker of a profile's models on training requests "
-        "over a catalog file and write the ranker directory; with --abstention, fit an abstention model "
-        "for the profile's ranker on those requests and on requests no tool serves instead, and write "
-        "it. Deterministic: folds are whole servers.",
-    )
+    train = command_parser(subparsers, "train", _DESCRIPTION)
     train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
     train.add_argument(
         "--queries", type=Path, default=None, help="training requests (default: the shipped training set)"
