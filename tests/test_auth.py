@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from tests.conftest import running_proxy
-from tests.support.upstream import INITIALIZE
+from tests.support.upstream import INITIALIZE, modern_request
 from toolsearch.oauth import challenge_for, metadata_url, public_resource
 
 
@@ -32,18 +32,7 @@ def test_refused_token_is_not_cached_as_an_empty_catalog(proxy_url: str) -> None
 
 
 def test_modern_request_without_credentials_gets_the_upstreams_401(proxy_url: str) -> None:
-    discover = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "server/discover",
-        "params": {
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            }
-        },
-    }
-    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
+    discover, headers = modern_request("server/discover")
     response = httpx.post(proxy_url, json=discover, headers=headers)
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer ")

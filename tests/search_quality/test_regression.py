@@ -213,25 +213,30 @@ def test_the_shipped_ranker_was_trained_for_the_models_and_dictionaries_the_pack
     assert shipped_ranker.fits([model.fingerprint for model in models], dictionaries)
 
 
-def test_learned_recall_at_5_holds(learned_report: dict) -> None:
-    assert learned_report["overall"]["recall@5"] >= LEARNED_RECALL_AT_5
+FLOORS = {
+    "learned": (LEARNED_RECALL_AT_5, LEARNED_ABSTAINED_ON_UNSERVABLE, LEARNED_WRONGLY_ABSTAINED),
+    "hybrid": (HYBRID_RECALL_AT_5, HYBRID_ABSTAINED_ON_UNSERVABLE, HYBRID_WRONGLY_ABSTAINED),
+}
+"""Recall@5, abstention on unservable requests and wrong abstention on servable ones, by ranking."""
+RANKINGS = pytest.mark.parametrize("ranking", list(FLOORS))
 
 
-def test_learned_ranking_abstains_on_unservable_requests(learned_report: dict) -> None:
-    assert learned_report["abstention"]["abstained_on_unservable"] >= LEARNED_ABSTAINED_ON_UNSERVABLE
+def _ranking_report(request: pytest.FixtureRequest, ranking: str) -> dict:
+    return request.getfixturevalue(f"{ranking}_report")
 
 
-def test_learned_ranking_rarely_abstains_on_servable_requests(learned_report: dict) -> None:
-    assert learned_report["abstention"]["wrongly_abstained_on_servable"] <= LEARNED_WRONGLY_ABSTAINED
+@RANKINGS
+def test_recall_at_5_holds(request: pytest.FixtureRequest, ranking: str) -> None:
+    assert _ranking_report(request, ranking)["overall"]["recall@5"] >= FLOORS[ranking][0]
 
 
-def test_hybrid_recall_at_5_holds(hybrid_report: dict) -> None:
-    assert hybrid_report["overall"]["recall@5"] >= HYBRID_RECALL_AT_5
+@RANKINGS
+def test_ranking_abstains_on_unservable_requests(request: pytest.FixtureRequest, ranking: str) -> None:
+    abstention = _ranking_report(request, ranking)["abstention"]
+    assert abstention["abstained_on_unservable"] >= FLOORS[ranking][1]
 
 
-def test_hybrid_abstains_on_unservable_requests(hybrid_report: dict) -> None:
-    assert hybrid_report["abstention"]["abstained_on_unservable"] >= HYBRID_ABSTAINED_ON_UNSERVABLE
-
-
-def test_hybrid_rarely_abstains_on_servable_requests(hybrid_report: dict) -> None:
-    assert hybrid_report["abstention"]["wrongly_abstained_on_servable"] <= HYBRID_WRONGLY_ABSTAINED
+@RANKINGS
+def test_ranking_rarely_abstains_on_servable_requests(request: pytest.FixtureRequest, ranking: str) -> None:
+    abstention = _ranking_report(request, ranking)["abstention"]
+    assert abstention["wrongly_abstained_on_servable"] <= FLOORS[ranking][2]

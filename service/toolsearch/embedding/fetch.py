@@ -80,34 +80,36 @@ _E5_TOKENIZER = HubFile(
     "tokenizer.json", 17_082_730, "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39"
 )
 
+
+def _e5(name: str, repository: str, revision: str, onnx: HubFile) -> KnownModel:
+    """multilingual-e5-small as `repository` exports it to ONNX (`onnx`), with its tokenizer."""
+    return KnownModel(
+        repository=repository,
+        revision=revision,
+        files={MODEL_FILE: onnx, TOKENIZER_FILE: _E5_TOKENIZER},
+        licence="MIT",
+        description=ModelDescription(name=name, **_E5_USE),
+    )
+
+
 KNOWN_MODELS: dict[str, KnownModel] = {
-    "multilingual-e5-small": KnownModel(
-        repository="intfloat/multilingual-e5-small",
-        revision="614241f622f53c4eeff9890bdc4f31cfecc418b3",
-        files={
-            MODEL_FILE: HubFile(
-                "onnx/model.onnx",
-                470_268_510,
-                "ca456c06b3a9505ddfd9131408916dd79290368331e7d76bb621f1cba6bc8665",
-            ),
-            TOKENIZER_FILE: _E5_TOKENIZER,
-        },
-        licence="MIT",
-        description=ModelDescription(name="multilingual-e5-small", **_E5_USE),
+    "multilingual-e5-small": _e5(
+        "multilingual-e5-small",
+        "intfloat/multilingual-e5-small",
+        "614241f622f53c4eeff9890bdc4f31cfecc418b3",
+        HubFile(
+            "onnx/model.onnx", 470_268_510, "ca456c06b3a9505ddfd9131408916dd79290368331e7d76bb621f1cba6bc8665"
+        ),
     ),
-    "multilingual-e5-small-int8": KnownModel(
-        repository="Xenova/multilingual-e5-small",
-        revision="761b726dd34fb83930e26aab4e9ac3899aa1fa78",
-        files={
-            MODEL_FILE: HubFile(
-                "onnx/model_quantized.onnx",
-                118_308_185,
-                "f80102d3f2a1229f387d3c81909990d8945513e347b0eab049f7de3c6f98c193",
-            ),
-            TOKENIZER_FILE: _E5_TOKENIZER,
-        },
-        licence="MIT",
-        description=ModelDescription(name="multilingual-e5-small-int8", **_E5_USE),
+    "multilingual-e5-small-int8": _e5(
+        "multilingual-e5-small-int8",
+        "Xenova/multilingual-e5-small",
+        "761b726dd34fb83930e26aab4e9ac3899aa1fa78",
+        HubFile(
+            "onnx/model_quantized.onnx",
+            118_308_185,
+            "f80102d3f2a1229f387d3c81909990d8945513e347b0eab049f7de3c6f98c193",
+        ),
     ),
     "potion-multilingual-128M": KnownModel(
         repository="minishlab/potion-multilingual-128M",
