@@ -131,22 +131,26 @@ def _sized_result(size: int):
     return answer
 
 
-def test_an_upstream_result_over_the_response_limit_is_refused_naming_the_limit() -> None:
-    upstream = ScriptedUpstream(CATALOG, on_call=_sized_result(200_000))
+@contextmanager
+def _answering_with(size: int) -> Iterator[str]:
+    """A proxy limiting upstream responses to 100,000 bytes, in front of an upstream whose every
+    call answers `size` characters of text."""
+    upstream = ScriptedUpstream(CATALOG, on_call=_sized_result(size))
     with (
         serve_app(upstream) as base,
         running_proxy(f"{base}/mcp", max_upstream_response_bytes=100_000) as url,
     ):
+        yield url
+
+
+def test_an_upstream_result_over_the_response_limit_is_refused_naming_the_limit() -> None:
+    with _answering_with(200_000) as url:
         text = call_error(url, "call_read_tool", {"name": "files_tool_00"})
     assert "larger than 100000 bytes" in text
 
 
 def test_an_upstream_result_within_the_response_limit_passes() -> None:
-    upstream = ScriptedUpstream(CATALOG, on_call=_sized_result(50_000))
-    with (
-        serve_app(upstream) as base,
-        running_proxy(f"{base}/mcp", max_upstream_response_bytes=100_000) as url,
-    ):
+    with _answering_with(50_000) as url:
         result = call_tool(url, "call_read_tool", {"name": "files_tool_00"})
     assert len(result["content"][0]["text"]) == 50_000
 

@@ -118,20 +118,16 @@ def test_malformed_json_from_the_upstream_listing_is_a_clear_error() -> None:
     assert "no JSON-RPC response" in text
 
 
-def test_malformed_json_from_an_upstream_call_is_a_clear_error() -> None:
-    upstream = ScriptedUpstream(TOOLS)
+@pytest.mark.parametrize(
+    ("sse", "fault"),
+    [(False, malformed_json), (True, sse_cut)],
+    ids=["malformed-json", "sse-stream-cut-mid-call"],
+)
+def test_a_broken_answer_to_an_upstream_call_is_a_clear_error(sse: bool, fault: Any) -> None:
+    upstream = ScriptedUpstream(TOOLS, sse=sse)
     with proxied(upstream) as proxy:
         call_json(proxy, "search_tools", {"query": "time"})
-        upstream.faults["tools/call"] = malformed_json()
-        text = call_error(proxy, "call_read_tool", {"name": "clock_now"})
-    assert "clock_now could not be called" in text
-
-
-def test_an_sse_stream_cut_in_the_middle_of_a_call_is_a_clear_error() -> None:
-    upstream = ScriptedUpstream(TOOLS, sse=True)
-    with proxied(upstream) as proxy:
-        call_json(proxy, "search_tools", {"query": "time"})
-        upstream.faults["tools/call"] = sse_cut()
+        upstream.faults["tools/call"] = fault()
         text = call_error(proxy, "call_read_tool", {"name": "clock_now"})
     assert "clock_now could not be called" in text
 
