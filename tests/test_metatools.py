@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from toolsearch.caller import CallerHeaders, CallerInput
-from toolsearch.catalog import Catalog, Toolset
+from toolsearch.catalog import Catalog
 from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.metatools import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH, MetaTools
@@ -18,6 +18,7 @@ from toolsearch.policy import ToolPolicy
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.store import CatalogRecord, catalog_digest
 from toolsearch.tool import ToolInterner
+from toolsearch.toolsets import Toolset
 
 CALLER = CallerHeaders(authorization="Bearer t")
 ZONE = {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}

@@ -1,4 +1,4 @@
-"""Which of the tools an upstream lists a caller is shown (`catalog.visible_tools`): the
+"""Which of the tools an upstream lists a caller is shown (`listing.visible_tools`): the
 servable ones, at most `--max-catalog-tools`, and from a 2026-07-28 upstream only those whose
 `x-mcp-header` annotations keep the spec's rules."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolsearch.catalog import visible_tools
+from toolsearch.listing import visible_tools
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.untrusted import MAX_NAME_CHARS
 
