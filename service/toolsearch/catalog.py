@@ -223,7 +223,7 @@ class CatalogService:
         self, identity: CallerIdentity, caller: CallerHeaders, *, relist: bool = False
     ) -> None:
         """`_refresh` (or, when the upstream said the tools changed, `_relist`), once at a time per key."""
-        if self._coherence.listing(identity.key):
+        if self._coherence.first_listing_running(identity.key):
             return
         work = self._relist if relist else self._refresh
         self._refreshes.start(identity.key, lambda: work(identity, caller))

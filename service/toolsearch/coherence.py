@@ -70,7 +70,7 @@ class CatalogCoherence:
         self._first_listings: SingleFlight[CatalogRecord] = SingleFlight()
         self._write_backs = Background()
 
-    def listing(self, key: str) -> bool:
+    def first_listing_running(self, key: str) -> bool:
         """Whether a first listing of `key` is under way in this process."""
         return key in self._first_listings.running
 
