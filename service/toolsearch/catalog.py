@@ -151,10 +151,10 @@ class CatalogService:
         self._identifier = identifier or TokenIdentifier()
         self._ttl = ttl
         self._clock = clock
-        self._toolsets = Toolsets(index_builder, guard)
+        toolsets = Toolsets(index_builder, guard)
         self._listing = UpstreamListing(
             upstream,
-            self._toolsets,
+            toolsets,
             max_tools=max_tools,
             interner=interner or ToolInterner(),
             clock=clock,
@@ -162,9 +162,8 @@ class CatalogService:
             guard=guard,
         )
         self._coherence = CatalogCoherence(store, self._listing, ttl=ttl, clock=clock)
-        self._quarantine = Quarantine(guard)
+        self._served = ServedCatalogs(toolsets, Quarantine(guard), size=max_materialized, clock=clock)
         self._refreshes = Background()
-        self._catalogs: LRUCache[str, Catalog] = LRUCache(max_materialized)
 
     @property
     def listings(self) -> int:
@@ -183,7 +182,7 @@ class CatalogService:
                 result = "miss"
                 span.set_attribute(CATALOG_RESULT, result)
                 self._telemetry.catalog_lookups.add(1, {CATALOG_RESULT: result})
-                return await self._materialize(identity.key, await self._coherence.first(identity, caller))
+                return await self._served.made(identity.key, await self._coherence.first(identity, caller))
             result = "stale" if self._clock() - catalog.listed_at >= self._ttl else "hit"
             if result == "stale":
                 self._refresh_in_background(identity, caller)
@@ -201,7 +200,7 @@ class CatalogService:
         """The store's state for `/readyz`, and this process's catalog counters."""
         return {
             **await self._coherence.health(),
-            "cached_catalogs": len(self._catalogs),
+            "cached_catalogs": len(self._served),
             "listings": self.listings,
         }
 
@@ -212,12 +211,9 @@ class CatalogService:
 
     async def _current(self, key: str) -> Catalog | None:
         """The newest catalog of `key` to be had without listing: this replica's, or the store's if newer."""
-        local = self._catalogs.get(key)
-        if local is not None and local.expires_at is not None and self._clock() >= local.expires_at:
-            del self._catalogs[key]
-            local = None
+        local = self._served.get(key)
         record = await self._coherence.newer(key, local.record if local is not None else None)
-        return local if record is None else await self._materialize(key, record)
+        return local if record is None else await self._served.made(key, record)
 
     def _refresh_in_background(
         self, identity: CallerIdentity, caller: CallerHeaders, *, relist: bool = False
@@ -231,12 +227,37 @@ class CatalogService:
     async def _refresh(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
         record = await self._coherence.refreshed(identity, caller)
         if record is not None:
-            await self._materialize(identity.key, record)
+            await self._served.made(identity.key, record)
 
     async def _relist(self, identity: CallerIdentity, caller: CallerHeaders) -> None:
-        await self._materialize(identity.key, await self._coherence.relisted(identity, caller))
+        await self._served.made(identity.key, await self._coherence.relisted(identity, caller))
 
-    async def _materialize(self, key: str, record: CatalogRecord) -> Catalog:
+
+class ServedCatalogs:
+    """The catalogs this replica served last (a bounded LRU in front of the store), each made from a
+    record with the toolset equal catalogs share and what it withholds from its caller."""
+
+    def __init__(
+        self, toolsets: Toolsets, quarantine: Quarantine, *, size: int, clock: Callable[[], float]
+    ) -> None:
+        self._toolsets = toolsets
+        self._quarantine = quarantine
+        self._clock = clock
+        self._catalogs: LRUCache[str, Catalog] = LRUCache(size)
+
+    def __len__(self) -> int:
+        return len(self._catalogs)
+
+    def get(self, key: str) -> Catalog | None:
+        """This replica's catalog of `key`, unless it may no longer be served (its token expired)."""
+        local = self._catalogs.get(key)
+        if local is not None and local.expires_at is not None and self._clock() >= local.expires_at:
+            del self._catalogs[key]
+            return None
+        return local
+
+    async def made(self, key: str, record: CatalogRecord) -> Catalog:
+        """The catalog of `key` made from `record`, unless this replica holds one as new or newer."""
         catalog = self._catalogs.get(key)
         if catalog is None or catalog.listed_at < record.listed_at:
             toolset = await self._toolsets.of(record.tools)

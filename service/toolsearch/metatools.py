@@ -111,9 +111,8 @@ class MetaTools:
         telemetry: SearchTelemetry | None = None,
         outcomes: Outcomes | None = None,
     ) -> None:
-        own = Telemetry(use_environment=False)
-        self._telemetry = telemetry or own
-        self._outcomes = outcomes or SearchOutcomes.in_process(own)
+        self._telemetry = telemetry or Telemetry(use_environment=False)
+        self._outcomes = outcomes or SearchOutcomes.in_process(Telemetry(use_environment=False))
         self._catalogs = catalogs
         self._upstream = upstream
         self._policy = policy
