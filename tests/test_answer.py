@@ -21,7 +21,7 @@ from toolsearch.answer import (
     answer_budget,
     search_answer,
 )
-from toolsearch.catalog import Catalog, Toolset
+from toolsearch.catalog import Catalog
 from toolsearch.compact_schemas import compact_schema
 from toolsearch.descriptions import cut_text
 from toolsearch.policy import ToolPolicy
@@ -30,6 +30,7 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.store import CatalogRecord, catalog_digest
 from toolsearch.testing import recorded_tools
 from toolsearch.tool import ToolInterner
+from toolsearch.toolsets import Toolset
 from toolsearch.twins import twin_groups
 
 SEND = {

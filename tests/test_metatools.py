@@ -9,33 +9,16 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.support.catalogs import CLOCK_AND_NOTES, ZONE, lexical_catalog
 from toolsearch.caller import CallerHeaders, CallerInput
-from toolsearch.catalog import Catalog, Toolset
+from toolsearch.catalog import Catalog
+from toolsearch.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
 from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
 from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
-from toolsearch.metatools import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH, MetaTools
+from toolsearch.metatools import MetaTools
 from toolsearch.policy import ToolPolicy
-from toolsearch.search.lexical import LexicalIndex
-from toolsearch.store import CatalogRecord, catalog_digest
-from toolsearch.tool import ToolInterner
 
 CALLER = CallerHeaders(authorization="Bearer t")
-ZONE = {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
-DEFINITIONS = [
-    {
-        "name": "clock_now",
-        "description": "The current time in a timezone.",
-        "inputSchema": ZONE,
-        "annotations": {"readOnlyHint": True},
-    },
-    {"name": "clock_set", "description": "Set the system clock.", "inputSchema": {"type": "object"}},
-    {
-        "name": "notes_search",
-        "description": "Search notes by their text.",
-        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
-        "annotations": {"readOnlyHint": True},
-    },
-]
 
 
 class _Catalogs:
@@ -70,18 +53,11 @@ class _Upstream:
         return outcome
 
 
-def _catalog() -> Catalog:
-    interner = ToolInterner()
-    tools = tuple(interner.intern(definition) for definition in DEFINITIONS)
-    toolset = Toolset(tools, catalog_digest(tools), LexicalIndex.build(tools))
-    return Catalog(toolset, CatalogRecord(tools, None, listed_at=0.0))
-
-
 def _metatools(
     upstream: _Upstream | None = None, catalog: Catalog | Exception | None = None, **options: Any
 ) -> MetaTools:
-    catalogs = _Catalogs(catalog if catalog is not None else _catalog())
-    return MetaTools(catalogs, upstream or _Upstream(), ToolPolicy(), **options)  # type: ignore[arg-type]
+    catalogs = _Catalogs(catalog if catalog is not None else lexical_catalog(CLOCK_AND_NOTES))
+    return MetaTools(catalogs, upstream or _Upstream(), ToolPolicy(), **options)
 
 
 def _text(result: dict[str, Any]) -> str:

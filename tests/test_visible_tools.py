@@ -1,4 +1,4 @@
-"""Which of the tools an upstream lists a caller is shown (`catalog.visible_tools`): the
+"""Which of the tools an upstream lists a caller is shown (`listing.visible_tools`): the
 servable ones, at most `--max-catalog-tools`, and from a 2026-07-28 upstream only those whose
 `x-mcp-header` annotations keep the spec's rules."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolsearch.catalog import visible_tools
+from toolsearch.listing import named_once, visible_tools
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.untrusted import MAX_NAME_CHARS
 
@@ -87,3 +87,9 @@ async def test_a_definition_nested_past_what_json_can_encode_is_left_out() -> No
     for _ in range(300):
         deep = {"type": "object", "properties": {"x": deep}}
     assert await _names([_tool("a"), {"name": "deep", "inputSchema": deep}]) == ["a"]
+
+
+def test_a_name_listed_twice_is_its_first_tool_only() -> None:
+    first, second = INTERNER.intern(_tool("a")), INTERNER.intern({**_tool("a"), "description": "again"})
+    other = INTERNER.intern(_tool("b"))
+    assert named_once([first, other, second]) == [first, other]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolsearch.catalog import CatalogService, IndexBuilder
+from toolsearch.catalog import CatalogService
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
 from toolsearch.metatools import MetaTools
 from toolsearch.outcomes import MemoryOutcomes, OutcomeMemory, RedisOutcomes, SearchOutcomes
@@ -20,6 +20,7 @@ from toolsearch.store import CatalogStore, MemoryCatalogStore
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
 from toolsearch.tool_guard import Approvals, ToolGuard
+from toolsearch.toolsets import IndexBuilder
 from toolsearch.upstream import UpstreamClient
 
 if TYPE_CHECKING:
