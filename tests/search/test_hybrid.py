@@ -14,6 +14,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from tests.embedding.tiny_models import token_states_graph, token_table, write_model
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.search import SearchIndex, hybrid
+from toolsearch.search.build import build_index, index_builder
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
     QUERY_RUNS,
@@ -22,9 +23,7 @@ from toolsearch.search.hybrid import (
     Companion,
     HybridIndex,
     QueryVectors,
-    build_index,
     embed_at_once,
-    index_builder,
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
