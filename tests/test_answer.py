@@ -23,11 +23,11 @@ from toolsearch.answer import (
     cut_text,
     search_answer,
 )
+from toolsearch.backends.base import CatalogRecord, catalog_digest
 from toolsearch.catalog import Catalog, Toolset
 from toolsearch.policy import ToolPolicy
 from toolsearch.search import SearchHit
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.store import CatalogRecord, catalog_digest
 from toolsearch.testing import recorded_tools
 from toolsearch.tool import ToolInterner
 from toolsearch.twins import twin_groups

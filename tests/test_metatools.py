@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from toolsearch.backends.base import CatalogRecord, catalog_digest
 from toolsearch.caller import CallerHeaders, CallerInput
 from toolsearch.catalog import Catalog, Toolset
 from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
@@ -16,7 +17,6 @@ from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
 from toolsearch.metatools import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH, MetaTools
 from toolsearch.policy import ToolPolicy
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.store import CatalogRecord, catalog_digest
 from toolsearch.tool import ToolInterner
 
 CALLER = CallerHeaders(authorization="Bearer t")

@@ -23,13 +23,14 @@ import logging
 import time
 import weakref
 from collections import Counter
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
 from contextlib import aclosing, suppress
 from typing import Any, Final
 
 import orjson
 from cachetools import LRUCache
 
+from toolsearch.backends.base import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.integrity import CONFUSABLE_NAME, MAX_DEMOTED, Integrity, ToolGuard, flagged_last, integrity
@@ -37,7 +38,6 @@ from toolsearch.naming import split_qualified_name
 from toolsearch.protocol import valid_header_annotations
 from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.single_flight import SingleFlight
-from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import CATALOG_RESULT, OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.twins import twin_groups
@@ -46,7 +46,7 @@ from toolsearch.upstream import UpstreamClient
 
 logger = logging.getLogger(__name__)
 
-IndexBuilder = Callable[[Sequence[Tool]], SearchIndex]
+IndexBuilder = Callable[[Sequence[Tool]], Awaitable[SearchIndex]]
 
 _POLL_SECONDS: Final = 0.05
 """How often a replica waiting for another one's first listing looks for it."""
@@ -275,20 +275,15 @@ class CatalogService:
             await self._store.put(identity.key, record)
         await self._materialize(identity.key, record)
 
-    async def health(self) -> dict[str, Any]:
-        """The store's state for `/readyz`, and this process's catalog counters."""
-        return {
-            **await self._store.health(),
-            "cached_catalogs": len(self._catalogs),
-            "listings": self.listings,
-        }
+    def health(self) -> dict[str, Any]:
+        """This process's catalog counters, for `/readyz`."""
+        return {"cached_catalogs": len(self._catalogs), "listings": self.listings}
 
     async def aclose(self) -> None:
         tasks = [*self._background, *self._listings.running.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self._store.aclose()
         await self._identifier.aclose()
 
     # -- finding the current catalog ---------------------------------------------------------------
@@ -480,9 +475,8 @@ class CatalogService:
     async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
         # The index and the flags of a new catalog take a while: off the event loop.
         flags = self._guard.flags if self._guard is not None else integrity
-        toolset = await asyncio.to_thread(
-            lambda: Toolset(tools, digest, self._build_index(tools), flags(tools))
-        )
+        index = await self._build_index(tools)
+        toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, index, flags(tools)))
         self._toolsets[digest] = toolset
         return toolset
 

@@ -51,7 +51,7 @@ from toolsearch.tool import Tool
 from toolsearch.untrusted import clean_text
 
 if TYPE_CHECKING:
-    from toolsearch.store import CatalogStore
+    from toolsearch.backends.base import CatalogStore
     from toolsearch.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)

@@ -7,10 +7,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from typing import Literal
+from typing import Literal, Protocol
+
+import numpy as np
 
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.profile import Profile
@@ -21,14 +24,16 @@ from toolsearch.search.hybrid import QUERY_RUNS, Companion, HybridIndex, QueryVe
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import Ranker
-from toolsearch.search.semantic import SemanticIndex
-from toolsearch.search.vectors import MemoryVectorCache, VectorCache
+from toolsearch.search.semantic import SemanticIndex, cached_ids
+from toolsearch.search.vectors import MemoryVectorCache, VectorCache, VectorStore
 from toolsearch.tool import Tool
 
 Mode = Literal["bm25", "dense", "hybrid"]
 
 EMBEDDING_WAIT_SECONDS = 1.0
 """How long building an index waits for its hybrid form before serving BM25F meanwhile."""
+_WRITE_BACK_SECONDS = 5.0
+"""How long closing waits for the new vectors of the catalogs embedded last to be written back."""
 
 
 def build_index(
@@ -52,12 +57,12 @@ def build_index(
     return _with_models(
         lexical,
         tools,
-        query_vectors or QueryVectors(embedder),
         cache if cache is not None else MemoryVectorCache(),
-        companions if mode == "hybrid" else (),
-        ranker if mode == "hybrid" else None,
-        dictionaries,
-        mode,
+        query_vectors=query_vectors or QueryVectors(embedder),
+        companions=companions if mode == "hybrid" else (),
+        ranker=ranker if mode == "hybrid" else None,
+        dictionaries=dictionaries,
+        mode=mode,
         abstainer=abstainer if mode == "hybrid" else None,
     )
 
@@ -83,8 +88,9 @@ def profile_index(
 def _with_models(
     lexical: LexicalIndex,
     tools: Sequence[Tool],
-    query_vectors: QueryVectors,
     cache: VectorCache,
+    *,
+    query_vectors: QueryVectors,
     companions: Sequence[QueryVectors],
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
@@ -110,49 +116,148 @@ def _with_models(
     )
 
 
+class IndexBuilder(Protocol):
+    """What `CatalogService` builds each distinct catalog's index with, on the event loop."""
+
+    async def __call__(self, tools: Sequence[Tool]) -> SearchIndex: ...
+
+    async def aclose(self) -> None:
+        """Write back the vectors embedded last, within a bound (once the `EmbeddingWorker` closed)."""
+        ...
+
+
+class LexicalBuilder:
+    """BM25F alone (no model), built on `executor`."""
+
+    def __init__(self, executor: Executor | None = None) -> None:
+        self._executor = executor
+
+    async def __call__(self, tools: Sequence[Tool]) -> SearchIndex:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, LexicalIndex.build, tools)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class ProgressiveBuilder:
+    """Each index a `ProgressiveIndex`: BM25F at once, hybrid once the catalog is embedded in the
+    background. One vector store and one query-vector cache per model, shared by every catalog of
+    the process.
+
+    The event loop asks `store` for the catalog's cached vectors, the `EmbeddingWorker` runs the
+    models for the missing ones and builds the hybrid index from them, and the event loop writes
+    the new ones back: the build never waits on the store, nor the store on a model."""
+
+    def __init__(
+        self,
+        models: Sequence[Embedder],
+        store: VectorStore,
+        hybrid: Callable[[LexicalIndex, Sequence[Tool], VectorCache], SearchIndex],
+        *,
+        embedding: EmbeddingWorker,
+        wait_seconds: float = EMBEDDING_WAIT_SECONDS,
+        executor: Executor | None = None,
+    ) -> None:
+        self._models = tuple(models)
+        self._store = store
+        self._hybrid = hybrid
+        self._embedding = embedding
+        self._wait_seconds = wait_seconds
+        self._executor = executor
+        self._last: asyncio.Task[None] | None = None
+        """The catalog embedded last, whose vectors the next one waits for (they share tools)."""
+
+    async def __call__(self, tools: Sequence[Tool]) -> SearchIndex:
+        loop = asyncio.get_running_loop()
+        lexical, wanted = await loop.run_in_executor(self._executor, self._prepare, tools)
+        index = ProgressiveIndex(lexical)
+        upgraded = loop.create_future()
+        embedding = self._embed(index, lexical, tools, wanted, upgraded, self._last)
+        self._last = asyncio.create_task(embedding)
+        await asyncio.wait([upgraded], timeout=self._wait_seconds)
+        return index
+
+    async def aclose(self) -> None:
+        if self._last is not None:
+            await asyncio.wait([self._last], timeout=_WRITE_BACK_SECONDS)
+            self._last.cancel()
+            await asyncio.gather(self._last, return_exceptions=True)
+
+    def _prepare(self, tools: Sequence[Tool]) -> tuple[LexicalIndex, dict[str, list[str]]]:
+        """The catalog's BM25F index, and the ids of the vectors its hybrid index needs, by key."""
+        wanted = cached_ids(tools, self._models[0])
+        for companion in self._models[1:]:
+            wanted.update(cached_ids(tools, companion, words=False))
+        return LexicalIndex.build(tools), wanted
+
+    async def _embed(
+        self,
+        index: ProgressiveIndex,
+        lexical: LexicalIndex,
+        tools: Sequence[Tool],
+        wanted: dict[str, list[str]],
+        upgraded: asyncio.Future[None],
+        previous: asyncio.Task[None] | None,
+    ) -> None:
+        """After the catalog before it: fetch the vectors the store has, let the worker embed the
+        rest and build the hybrid index, then write the new vectors back (also those of a build
+        that failed part way)."""
+        try:
+            if previous is not None:
+                await asyncio.wait([previous])
+            found = _Found({key: await self._store.get_many(key, ids) for key, ids in wanted.items() if ids})
+            job = functools.partial(self._hybrid, lexical, tools, found)
+            await asyncio.wrap_future(self._embedding.submit(index, job))
+        finally:
+            upgraded.set_result(None)
+        for key, vectors in found.new.items():
+            await self._store.put_many(key, vectors)
+
+
+class _Found:
+    """A `VectorCache` holding the vectors fetched for one catalog, and those its build computes."""
+
+    def __init__(self, fetched: dict[str, dict[str, np.ndarray]]) -> None:
+        self._vectors = fetched
+        self.new: dict[str, dict[str, np.ndarray]] = {}
+
+    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        held = self._vectors.get(model, {})
+        return {digest: held[digest] for digest in digests if digest in held}
+
+    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        self.new.setdefault(model, {}).update(vectors)
+        self._vectors.setdefault(model, {}).update(vectors)
+
+
 def index_builder(
-    embedder: Embedder | None,
-    cache: VectorCache | None = None,
-    companions: Sequence[Embedder] = (),
+    models: Sequence[Embedder],
+    store: VectorStore,
     *,
-    wait_seconds: float = EMBEDDING_WAIT_SECONDS,
     embedding: EmbeddingWorker | None = None,
+    wait_seconds: float = EMBEDDING_WAIT_SECONDS,
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
     abstainer: Abstainer | None = None,
-) -> Callable[[Sequence[Tool]], SearchIndex]:
-    """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
-    query-vector cache per model, shared by every catalog of the process.
-
-    With a model, each index is a `ProgressiveIndex`: BM25F at once, hybrid once the catalog is
-    embedded in the background (by `embedding`, a new one by default); the build waits up to
-    `wait_seconds` for the hybrid index."""
-    if embedder is None:
-        return LexicalIndex.build
-    shared_cache = cache if cache is not None else MemoryVectorCache()
-    shared_queries = QueryVectors(embedder)
-    companion_queries = [QueryVectors(companion) for companion in companions]
-    background = embedding or EmbeddingWorker()
-
-    def build(tools: Sequence[Tool]) -> SearchIndex:
-        lexical = LexicalIndex.build(tools)
-        index = ProgressiveIndex(lexical)
-        background.submit(
-            index,
-            functools.partial(
-                _with_models,
-                lexical,
-                tools,
-                shared_queries,
-                shared_cache,
-                companion_queries,
-                ranker,
-                dictionaries,
-                abstainer=abstainer,
-                query_runs=background.query_runs,
-            ),
-        )
-        index.upgraded.wait(wait_seconds)
-        return index
-
-    return build
+    executor: Executor | None = None,
+) -> IndexBuilder:
+    """What `CatalogService` builds each distinct catalog's index with: BM25F alone without
+    `models`; else a `ProgressiveBuilder` of hybrid indexes with the first model, the others as
+    companions, the `ranker`, its `abstainer` and the `dictionaries`, embedded by `embedding` (a
+    new worker by default); the build waits up to `wait_seconds` for the hybrid index."""
+    if not models:
+        return LexicalBuilder(executor)
+    first, *companions = models
+    embedding = embedding or EmbeddingWorker()
+    hybrid = functools.partial(
+        _with_models,
+        query_vectors=QueryVectors(first),
+        companions=[QueryVectors(companion) for companion in companions],
+        ranker=ranker,
+        dictionaries=dictionaries,
+        abstainer=abstainer,
+        query_runs=embedding.query_runs,
+    )
+    return ProgressiveBuilder(
+        models, store, hybrid, embedding=embedding, wait_seconds=wait_seconds, executor=executor
+    )

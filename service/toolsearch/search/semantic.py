@@ -109,6 +109,20 @@ def model_key(embedder: Embedder) -> str:
     return f"{embedder.fingerprint[:32]}.p{PASSAGE_VERSION}"
 
 
+def cached_ids(tools: Sequence[Tool], embedder: Embedder, *, words: bool = True) -> dict[str, list[str]]:
+    """What `SemanticIndex.build` asks its cache for, by cache key: its caller can fetch them first
+    (from a store asked asynchronously) and build from what it found."""
+    passages, descriptions, word_key = _cache_keys(embedder)
+    digests = list(dict.fromkeys(tool.digest for tool in tools))
+    return {passages: digests, descriptions: digests, word_key: catalog_words(tools) if words else []}
+
+
+def _cache_keys(embedder: Embedder) -> tuple[str, str, str]:
+    """The cache keys of a model's passage, description passage and word vectors."""
+    key = model_key(embedder)
+    return key, f"{key}.descriptions", f"{key}.words"
+
+
 def _vectors(
     embedder: Embedder, cache: VectorCache, key: str, texts: Mapping[str, _T], text: Callable[[_T], str]
 ) -> dict[str, np.ndarray]:
@@ -160,12 +174,12 @@ class SemanticIndex:
     ) -> SemanticIndex:
         """The vectors of `tools` and (unless `words` is off) of their words: from `cache` where it
         has them, else embedded in batches (and added to it)."""
-        key, dimensions = model_key(embedder), embedder.dimensions
+        (passages, descriptions, word_key), dimensions = _cache_keys(embedder), embedder.dimensions
         distinct = {tool.digest: tool for tool in tools}
-        known = _vectors(embedder, cache, key, distinct, passage)
-        described = _vectors(embedder, cache, f"{key}.descriptions", distinct, description_passage)
+        known = _vectors(embedder, cache, passages, distinct, passage)
+        described = _vectors(embedder, cache, descriptions, distinct, description_passage)
         vocabulary = catalog_words(tools) if words else []
-        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in vocabulary}, str)
+        word_vectors = _vectors(embedder, cache, word_key, {word: word for word in vocabulary}, str)
         return cls(
             _matrix([known[tool.digest] for tool in tools], dimensions),
             _matrix([described[tool.digest] for tool in tools], dimensions),
