@@ -91,6 +91,7 @@ class EmbeddingWorker:
         """Upgrade `index` to what `build` makes, after the catalogs submitted before it; the future
         of whether it was upgraded, done when `index.upgraded` is set."""
         done: Future[bool] = Future()
+        done.set_running_or_notify_cancel()  # a waiter giving up must not cancel what the thread sets
         with self._lock:
             if self._closed:
                 index.upgraded.set()  # shutting down: the catalog stays lexical

@@ -16,7 +16,8 @@ whatever language it was asked (`nearest_words`), which lexical search can then 
 Tool and word vectors are computed once per distinct content and model: `VectorCache` holds them
 by (model key, `Tool.digest` or word), so every catalog that contains a tool shares its vector and
 a catalog seen before is assembled without running the model. `MemoryVectorCache` is this
-process's cache; a store shared by replicas implements the same two methods.
+process's cache; a proxy asks its backend for the vectors a catalog needs (`cached_ids`) before the
+build, on the event loop, and hands the build what it found (`search.build.ProgressiveBuilder`).
 """
 
 from __future__ import annotations
