@@ -16,10 +16,9 @@ from tests.embedding.tiny_models import token_states_graph, token_table, write_m
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.search import SearchIndex, hybrid
-from toolsearch.search.build import build_index, index_builder
+from toolsearch.search.build import build_index, index_builder, query_runs
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
-    QUERY_RUNS,
     AbstentionThreshold,
     Calibration,
     Companion,
@@ -440,7 +439,7 @@ def test_a_failed_model_run_fails_the_whole_after_the_others_have_ended(
 
     monkeypatch.setattr(english_companion, "embed_queries", closed)
     with pytest.raises(EmbedderClosed):
-        embed_at_once([(failing, ["find files"]), (working, ["find files"])], QUERY_RUNS)
+        embed_at_once([(failing, ["find files"]), (working, ["find files"])], query_runs())
     assert len(working) == 1
 
 

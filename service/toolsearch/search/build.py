@@ -10,17 +10,18 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Literal, Protocol
 
 import numpy as np
 
 from toolsearch.embedding import Embedder
+from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import Profile
 from toolsearch.search import SearchIndex
 from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries
-from toolsearch.search.hybrid import QUERY_RUNS, Companion, HybridIndex, QueryVectors
+from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import Ranker
@@ -34,6 +35,14 @@ EMBEDDING_WAIT_SECONDS = 1.0
 """How long building an index waits for its hybrid form before serving BM25F meanwhile."""
 _WRITE_BACK_SECONDS = 5.0
 """How long closing waits for the new vectors of the catalogs embedded last to be written back."""
+
+
+@functools.cache
+def query_runs() -> ThreadPoolExecutor:
+    """Where a request's further model runs go while its first runs on the searching thread, for
+    indexes built outside a proxy (eval, `toolsearch search`), made on first use; a proxy's go to
+    its `EmbeddingWorker.query_runs`, closed with it."""
+    return ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query")
 
 
 def build_index(
@@ -63,6 +72,7 @@ def build_index(
         ranker=ranker if mode == "hybrid" else None,
         dictionaries=dictionaries,
         mode=mode,
+        query_runs=query_runs(),
         abstainer=abstainer if mode == "hybrid" else None,
     )
 
@@ -95,7 +105,7 @@ def _with_models(
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
     mode: Literal["dense", "hybrid"] = "hybrid",
-    query_runs: Executor | None = QUERY_RUNS,
+    query_runs: Executor | None = None,
     abstainer: Abstainer | None = None,
 ) -> HybridIndex:
     semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)

@@ -54,7 +54,7 @@ import dataclasses
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, wait
 from dataclasses import dataclass
 from typing import Literal
 
@@ -62,7 +62,6 @@ import numpy as np
 from cachetools import LRUCache
 
 from toolsearch.embedding import Embedder
-from toolsearch.embedding.embedder import usable_cores
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
 from toolsearch.search.abstention import Abstainer, Words, request_features
@@ -192,11 +191,6 @@ class QueryVectors:
         return len(self._vectors)
 
 
-QUERY_RUNS = ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query")
-"""Where a request's further model runs go while its first runs on the searching thread, for indexes
-built outside a proxy (eval, `toolsearch search`); a proxy's go to its `EmbeddingWorker.query_runs`."""
-
-
 def embed_at_once(runs: Sequence[tuple[QueryVectors, Sequence[str]]], executor: Executor | None) -> None:
     """Fill each `QueryVectors` with the vectors of those of its texts it lacks, one model run
     each: the first on this thread, the others meanwhile on `executor` (one after another without
@@ -272,7 +266,7 @@ class HybridIndex:
         companions: Sequence[Companion] = (),
         ranker: Ranker | None = None,
         dictionaries: Dictionaries | None = None,
-        query_runs: Executor | None = QUERY_RUNS,
+        query_runs: Executor | None = None,
         abstainer: Abstainer | None = None,
     ) -> None:
         """`dense` ranks by the first model's similarity alone (for measurement). `abstention` and
@@ -280,7 +274,7 @@ class HybridIndex:
         (`search.ranking`) when it was trained for these models and `dictionaries`; else the
         fusion ranks. `abstainer` decides abstention when it was trained for the ranker that
         ranks; else `abstention`'s thresholds do. A request's model runs go to `query_runs` at
-        once (`embed_at_once`)."""
+        once (`embed_at_once`); without it, one after another."""
         self.lexical = lexical
         self.semantic = semantic
         self.companions = tuple(companions)
