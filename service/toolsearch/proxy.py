@@ -93,26 +93,17 @@ class Proxy:
         telemetry.observe_store_errors(lambda: backend.failures)
         window = settings.search_outcome_window
         outcomes = SearchOutcomes(backend.outcomes, identifier, telemetry, window=window)
-        metatools = MetaTools(
-            catalogs,
-            upstream,
-            ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools)),
-            max_batch_calls=settings.max_batch_calls,
-            search_schemas=settings.search_schemas,
-            answer_chars=settings.search_answer_chars,
+        return cls(
+            settings=settings,
+            upstream=upstream,
+            catalogs=catalogs,
+            server=_server(settings, catalogs, upstream, outcomes, telemetry),
             telemetry=telemetry,
             outcomes=outcomes,
-        )
-        server = McpServer(
-            metatools,
-            catalogs,
-            upstream,
-            max_instructions=settings.max_instructions,
-            catalog_ttl=settings.catalog_ttl,
-            telemetry=telemetry,
-        )
-        return cls(
-            settings, upstream, catalogs, server, telemetry, outcomes, backend, indexes, work, embedding
+            backend=backend,
+            indexes=indexes,
+            work=work,
+            embedding=embedding,
         )
 
     @property
@@ -132,6 +123,33 @@ class Proxy:
         await self.upstream.aclose()
         self.work.shutdown(wait=True, cancel_futures=True)
         self.telemetry.shutdown()
+
+
+def _server(
+    settings: Settings,
+    catalogs: CatalogService,
+    upstream: UpstreamClient,
+    outcomes: SearchOutcomes,
+    telemetry: Telemetry,
+) -> McpServer:
+    metatools = MetaTools(
+        catalogs,
+        upstream,
+        ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools)),
+        max_batch_calls=settings.max_batch_calls,
+        search_schemas=settings.search_schemas,
+        answer_chars=settings.search_answer_chars,
+        telemetry=telemetry,
+        outcomes=outcomes,
+    )
+    return McpServer(
+        metatools,
+        catalogs,
+        upstream,
+        max_instructions=settings.max_instructions,
+        catalog_ttl=settings.catalog_ttl,
+        telemetry=telemetry,
+    )
 
 
 def _guard(settings: Settings, backend: Backend, telemetry: Telemetry) -> ToolGuard:
