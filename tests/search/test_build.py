@@ -17,6 +17,7 @@ from toolsearch.embedding import Embedder, load_model
 from toolsearch.search.build import index_builder
 from toolsearch.search.hybrid import HybridIndex
 from toolsearch.search.progressive import ProgressiveIndex
+from toolsearch.search.semantic import catalog_words
 from toolsearch.tool import Tool, ToolInterner
 
 
@@ -75,3 +76,14 @@ async def test_a_catalog_whose_vectors_the_backend_has_runs_no_model(
     index = await build(list(reversed(tools)))
     await build.aclose()
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
+
+
+async def test_closing_writes_back_the_vectors_of_a_catalog_embedded_after_its_build_returned(
+    tools: list[Tool], embedder: Embedder
+) -> None:
+    store = MemoryVectors()
+    build = index_builder([embedder], store, wait_seconds=0)
+    index = await build(tools)
+    await build.aclose()
+    assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
+    assert len(store.cache) == 2 * len(tools) + len(catalog_words(tools))

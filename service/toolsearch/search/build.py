@@ -176,22 +176,26 @@ class ProgressiveBuilder:
         self._executor = executor
         self._last: asyncio.Task[None] | None = None
         """The catalog embedded last, whose vectors the next one waits for (they share tools)."""
+        self._under_way: set[asyncio.Task[None]] = set()
 
     async def __call__(self, tools: Sequence[Tool]) -> SearchIndex:
         loop = asyncio.get_running_loop()
         lexical, wanted = await loop.run_in_executor(self._executor, self._prepare, tools)
         index = ProgressiveIndex(lexical)
         upgraded = loop.create_future()
-        embedding = self._embed(index, lexical, tools, wanted, upgraded, self._last)
-        self._last = asyncio.create_task(embedding)
+        self._last = asyncio.create_task(self._embed(index, lexical, tools, wanted, upgraded, self._last))
+        self._under_way.add(self._last)
+        self._last.add_done_callback(self._under_way.discard)
         await asyncio.wait([upgraded], timeout=self._wait_seconds)
         return index
 
     async def aclose(self) -> None:
-        if self._last is not None:
-            await asyncio.wait([self._last], timeout=_WRITE_BACK_SECONDS)
-            self._last.cancel()
-            await asyncio.gather(self._last, return_exceptions=True)
+        under_way = list(self._under_way)
+        if under_way:
+            await asyncio.wait(under_way, timeout=_WRITE_BACK_SECONDS)
+        for task in under_way:
+            task.cancel()
+        await asyncio.gather(*under_way, return_exceptions=True)
 
     def _prepare(self, tools: Sequence[Tool]) -> tuple[LexicalIndex, dict[str, list[str]]]:
         """The catalog's BM25F index, and the ids of the vectors its hybrid index needs, by key."""
