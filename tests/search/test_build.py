@@ -5,33 +5,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.embedding.tiny_models import write_model
-from tests.search.test_hybrid import DEFINITIONS, _tokenizer
+from tests.search import test_hybrid as hybrid_tests
 from toolsearch.backends.memory import MemoryVectors
-from toolsearch.embedding import Embedder, load_model
+from toolsearch.embedding import Embedder
 from toolsearch.search.build import index_builder
 from toolsearch.search.hybrid import HybridIndex
 from toolsearch.search.progressive import ProgressiveIndex
 from toolsearch.search.semantic import catalog_words
-from toolsearch.tool import Tool, ToolInterner
+from toolsearch.tool import Tool
 
-
-@pytest.fixture(scope="module")
-def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    directory: Path = tmp_path_factory.mktemp("tiny") / "model"
-    write_model(directory, tokenizer=_tokenizer())
-    return load_model(directory)
-
-
-@pytest.fixture(scope="module")
-def tools() -> list[Tool]:
-    interner = ToolInterner()
-    return [interner.intern(definition) for definition in DEFINITIONS]
+embedder = hybrid_tests.embedder  # the tiny model and tools of the hybrid tests
+tools = hybrid_tests.tools
 
 
 class _ThreadRecordingStore(MemoryVectors):
