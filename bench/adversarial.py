@@ -180,7 +180,8 @@ class _VectorFile(MemoryVectorCache):
 
 def _builders(options: Options) -> list[tuple[str, Build, _VectorFile | None]]:
     from toolsearch.embedding.profile import load_profile
-    from toolsearch.search.hybrid import QueryVectors, build_index
+    from toolsearch.search.build import build_index
+    from toolsearch.search.hybrid import QueryVectors
     from toolsearch.search.lexical import LexicalIndex
 
     builders: list[tuple[str, Build, _VectorFile | None]] = [("bm25", LexicalIndex.build, None)]

@@ -32,7 +32,8 @@ from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding.embedder import usable_cores
 from toolsearch.embedding.profile import Profile, load_profile
-from toolsearch.search.hybrid import QUERY_RUNS, Companion, HybridIndex, QueryVectors
+from toolsearch.search.build import query_runs
+from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
@@ -96,7 +97,7 @@ def _model_row(tools: Sequence[Tool], queries: Sequence[str], profile: Profile) 
             companions=joined if mode != "dense" else (),
             ranker=ranker if mode != "hybrid" else None,
             dictionaries=profile.dictionaries if mode != "hybrid" else None,
-            query_runs=None if mode == SEQUENTIAL else QUERY_RUNS,
+            query_runs=None if mode == SEQUENTIAL else query_runs(),
         )
         first_seen = _latencies(index.search, queries)
         search_ms[mode] = latency(first_seen)

@@ -21,13 +21,13 @@ from toolsearch.answer import (
     answer_budget,
     search_answer,
 )
+from toolsearch.backends.base import CatalogRecord, catalog_digest
 from toolsearch.catalog import Catalog
 from toolsearch.compact_schemas import compact_schema
 from toolsearch.descriptions import cut_text
 from toolsearch.policy import ToolPolicy
 from toolsearch.search import SearchHit
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.store import CatalogRecord, catalog_digest
 from toolsearch.testing import recorded_tools
 from toolsearch.tool import ToolInterner
 from toolsearch.toolsets import Toolset

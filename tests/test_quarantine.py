@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from toolsearch.backends.base import MemoryCatalogStore
 from toolsearch.integrity import COPIES_TOOL
 from toolsearch.quarantine import Quarantine, Withholding
-from toolsearch.store import MemoryCatalogStore
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
 from toolsearch.tool_guard import Approvals, ToolGuard

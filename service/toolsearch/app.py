@@ -309,7 +309,7 @@ async def readyz(request: Request) -> Response:
     reachable = cache.get("upstream")
     if reachable is None:
         reachable = cache["upstream"] = await proxy.upstream.reachable()
-    store = await proxy.catalogs.health()
+    store = {**await proxy.backend.health(), **proxy.catalogs.health()}
     if reachable:
         return _json({"status": "ready", "upstream": "reachable", "catalog_store": store})
     return _json({"status": "not ready", "upstream": "unreachable", "catalog_store": store}, 503)

@@ -21,6 +21,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from toolsearch.backends.base import CatalogRecord, CatalogStore
 from toolsearch.caller import CallerHeaders
 from toolsearch.coherence import Background, CatalogCoherence
 from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
@@ -28,7 +29,6 @@ from toolsearch.integrity import MAX_DEMOTED, flagged_last
 from toolsearch.listing import UpstreamListing
 from toolsearch.quarantine import Quarantine, Withholding
 from toolsearch.search import SearchHit, SearchIndex
-from toolsearch.store import CatalogRecord, CatalogStore
 from toolsearch.telemetry import CATALOG_RESULT, Telemetry
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.tool_guard import ToolGuard
@@ -197,13 +197,9 @@ class CatalogService:
         identity = await self._identifier.identify(caller.authorization)
         self._refresh_in_background(identity, caller, relist=True)
 
-    async def health(self) -> dict[str, Any]:
-        """The store's state for `/readyz`, and this process's catalog counters."""
-        return {
-            **await self._coherence.health(),
-            "cached_catalogs": len(self._served),
-            "listings": self.listings,
-        }
+    def health(self) -> dict[str, Any]:
+        """This process's catalog counters, for `/readyz` (the backend reports its own state)."""
+        return {"cached_catalogs": len(self._served), "listings": self.listings}
 
     async def aclose(self) -> None:
         await self._refreshes.aclose()

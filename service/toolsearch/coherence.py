@@ -18,11 +18,11 @@ from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from typing import Any, Final
 
+from toolsearch.backends.base import CatalogRecord, CatalogStore, StoreUnavailable
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity
 from toolsearch.listing import UpstreamListing
 from toolsearch.single_flight import SingleFlight
-from toolsearch.store import CatalogRecord, CatalogStore, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -107,12 +107,8 @@ class CatalogCoherence:
             await self._store.put(identity.key, record)
         return record
 
-    async def health(self) -> dict[str, Any]:
-        return await self._store.health()
-
     async def aclose(self) -> None:
         await _cancelled([*self._write_backs.running.values(), *self._first_listings.running.values()])
-        await self._store.aclose()
 
     async def _stored_fresh(self, key: str) -> CatalogRecord | None:
         """The store's record of `key` if it is fresh: another replica listed it a moment ago."""

@@ -17,10 +17,10 @@ from typing import Any, Final
 
 import orjson
 
+from toolsearch.backends.base import CatalogRecord, StoreUnavailable, catalog_digest
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import CallerIdentity
 from toolsearch.mcp_headers import valid_header_annotations
-from toolsearch.store import CatalogRecord, StoreUnavailable, catalog_digest
 from toolsearch.telemetry import OUTCOME, Telemetry, elapsed
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.tool_guard import ToolGuard

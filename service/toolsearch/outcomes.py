@@ -9,8 +9,9 @@ showed the caller within the window of its last search is a call *without search
 the catalog lacks (a typo of one tool, or missing) is an *unknown tool* and ends nothing, since the
 caller usually corrects it next.
 
-The state is one small record per caller, in this process or, with Redis, in the shared store under
-`outcome:<identity>` (expiring shortly after the window), so that a search answered by one replica
+The state is one small record per caller, kept by the backend (`backends`: `OutcomeMemory`): in
+this process or, with Redis, in the shared store under `outcome:<identity>` (expiring shortly after
+the window), so that a search answered by one replica
 and the call that follows it through another are linked. The replica that answered a search ends it
 as unfollowed when the window passes (a replica that dies takes that count with it). During a Redis
 outage each replica keeps its own records.
@@ -27,21 +28,16 @@ import contextlib
 import secrets
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-import orjson
-from cachetools import TLRUCache
-
+from toolsearch.backends.base import OutcomeMemory
+from toolsearch.backends.memory import MemoryOutcomes
 from toolsearch.caller import CallerHeaders
 from toolsearch.identity import Identifier, TokenIdentifier
-from toolsearch.store import StoreUnavailable
 from toolsearch.telemetry import OUTCOME, Telemetry
 
-_GRACE_SECONDS: Final = 30.0
-"""How much longer than the window a caller's record lives, so the window's end always finds it."""
-_MAX_CALLERS: Final = 100_000
 _MAX_NAMED: Final = 1_000
 """Most distinct tool names counted for `/stats`; calls of further tools count under `OTHER`."""
 OTHER: Final = "(other tools)"
@@ -51,128 +47,6 @@ FOLLOWED: Final = "followed"
 NOT_IN_RESULTS: Final = "not_in_results"
 RETRIED: Final = "retried"
 UNFOLLOWED: Final = "unfollowed"
-
-
-class OutcomeMemory(Protocol):
-    """Each caller's pending search and the tools searches showed it; each method is atomic."""
-
-    async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
-        """Make `search` (its tools' ranks) the caller's pending search; True when it replaced one."""
-        ...
-
-    async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
-        """End the caller's pending search for a call of `name`: its ranks, or None when none was
-        pending; and whether a search within the window showed `name`."""
-        ...
-
-    async def expire(self, caller: str, search: str) -> bool:
-        """End `search` as unfollowed: True when it was still pending."""
-        ...
-
-
-@dataclass(slots=True)
-class _Record:
-    search: str | None
-    ranks: dict[str, int]
-    shown: set[str]
-    expires_at: float
-
-
-class MemoryOutcomes:
-    """`OutcomeMemory` in this process: a record lives until its `expires_at`, and the least recently
-    active callers' are dropped beyond `max_callers`."""
-
-    def __init__(self, max_callers: int = _MAX_CALLERS, clock: Callable[[], float] = time.monotonic) -> None:
-        self._records: TLRUCache[str, _Record] = TLRUCache(
-            max_callers, ttu=lambda _caller, record, _now: record.expires_at, timer=clock
-        )
-        self._clock = clock
-
-    async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
-        record = self._records.get(caller)
-        replaced = record is not None and record.search is not None
-        shown = record.shown if record is not None else set()
-        shown.update(ranks)
-        self._records[caller] = _Record(search, dict(ranks), shown, self._clock() + window + _GRACE_SECONDS)
-        return replaced
-
-    async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
-        record = self._records.get(caller)
-        if record is None:
-            return None, False
-        ranks = record.ranks if record.search is not None else None
-        record.search, record.ranks = None, {}
-        return ranks, name in record.shown
-
-    async def expire(self, caller: str, search: str) -> bool:
-        record = self._records.get(caller)
-        if record is None or record.search != search:
-            return False
-        record.search, record.ranks = None, {}
-        return True
-
-
-# One hash per caller: `search` (the pending search's id), `ranks` (its tools' ranks, JSON) and a
-# `shown:<tool>` field per tool shown within the window. One key per script, as a cluster wants.
-_BEGIN = """
-local replaced = redis.call('HEXISTS', KEYS[1], 'search')
-redis.call('HSET', KEYS[1], 'search', ARGV[1], 'ranks', ARGV[2])
-for i = 4, #ARGV do redis.call('HSET', KEYS[1], 'shown:' .. ARGV[i], 1) end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return replaced
-"""
-_END = """
-local ranks = redis.call('HGET', KEYS[1], 'ranks')
-redis.call('HDEL', KEYS[1], 'search', 'ranks')
-return {ranks or false, redis.call('HEXISTS', KEYS[1], 'shown:' .. ARGV[1])}
-"""
-_EXPIRE = """
-if redis.call('HGET', KEYS[1], 'search') ~= ARGV[1] then return 0 end
-redis.call('HDEL', KEYS[1], 'search', 'ranks')
-return 1
-"""
-
-
-class ScriptRunner(Protocol):
-    async def evaluate(self, script: str, kind: str, name: str, *args: Any) -> Any: ...
-
-
-class RedisOutcomes:
-    """`OutcomeMemory` in the shared store; while the store is unavailable, in this process."""
-
-    def __init__(self, store: ScriptRunner) -> None:
-        self._store = store
-        self._local = MemoryOutcomes()
-
-    async def begin(self, caller: str, search: str, ranks: Mapping[str, int], window: float) -> bool:
-        ttl_ms = int((window + _GRACE_SECONDS) * 1000)
-        try:
-            replaced = await self._store.evaluate(
-                _BEGIN, "outcome", caller, search, orjson.dumps(ranks), ttl_ms, *ranks
-            )
-        except StoreUnavailable:
-            return await self._local.begin(caller, search, ranks, window)
-        return bool(replaced)
-
-    async def end(self, caller: str, name: str) -> tuple[dict[str, int] | None, bool]:
-        try:
-            answer = await self._store.evaluate(_END, "outcome", caller, name)
-        except StoreUnavailable:
-            return await self._local.end(caller, name)
-        if not answer:  # the entry was corrupt, and is gone
-            return None, False
-        raw, shown = answer
-        try:
-            ranks = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError:  # not written by us: judged as no pending search
-            ranks = None
-        return (ranks if isinstance(ranks, dict) else None), bool(shown)
-
-    async def expire(self, caller: str, search: str) -> bool:
-        try:
-            return bool(await self._store.evaluate(_EXPIRE, "outcome", caller, search))
-        except StoreUnavailable:
-            return await self._local.expire(caller, search)
 
 
 class _NamedCounts:

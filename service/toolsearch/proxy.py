@@ -1,31 +1,39 @@
-"""The proxy's parts, wired from settings: upstream client -> catalogs -> meta-tools -> MCP server."""
+"""The proxy's parts, wired from settings: upstream client -> catalogs -> meta-tools -> MCP server.
+
+What runs where: requests, and the backend's reads and writes, on the event loop; BM25F index
+builds and the disk's tool vectors on the proxy's `work` threads; catalog embeddings on the
+`EmbeddingWorker`'s thread (each model spreading a catalog's batches over its own workers), a
+request's further model runs on the worker's `query_runs`. `Proxy.aclose` ends all of them.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from toolsearch.backends import open_backend
+from toolsearch.backends.base import Backend
 from toolsearch.catalog import CatalogService
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
 from toolsearch.metatools import MetaTools
-from toolsearch.outcomes import MemoryOutcomes, OutcomeMemory, RedisOutcomes, SearchOutcomes
+from toolsearch.outcomes import SearchOutcomes
 from toolsearch.policy import ToolPolicy
-from toolsearch.search.lexical import LexicalIndex
 from toolsearch.server import McpServer
 from toolsearch.settings import Settings
-from toolsearch.store import CatalogStore, MemoryCatalogStore
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
 from toolsearch.tool_guard import Approvals, ToolGuard
-from toolsearch.toolsets import IndexBuilder
 from toolsearch.upstream import UpstreamClient
 
 if TYPE_CHECKING:
+    from toolsearch.embedding.profile import Profile
+    from toolsearch.search.build import IndexBuilder
     from toolsearch.search.progressive import EmbeddingWorker
-    from toolsearch.search.vectors import VectorCache
+    from toolsearch.search.vectors import VectorStore
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +50,11 @@ class Proxy:
     server: McpServer
     telemetry: Telemetry
     outcomes: SearchOutcomes
+    backend: Backend
+    """Where catalogs, tool vectors and search outcomes are kept (`toolsearch.backends`)."""
+    indexes: IndexBuilder
+    work: ThreadPoolExecutor
+    """The threads that build BM25F indexes and read and write tool vectors on disk."""
     embedding: EmbeddingWorker | None = None
     """The thread that embeds catalogs for hybrid search (None without a model)."""
 
@@ -50,6 +63,7 @@ class Proxy:
         if not settings.upstream:
             raise ValueError("no upstream: pass --upstream URL (or set TOOLSEARCH_UPSTREAM)")
         telemetry = telemetry or Telemetry()
+        profile = _profile(settings)
         upstream = UpstreamClient(
             settings.upstream,
             timeout=settings.upstream_timeout,
@@ -59,61 +73,36 @@ class Proxy:
             telemetry=telemetry,
         )
         interner = ToolInterner()
-        storage = _storage(settings, interner)
-        store = storage.catalogs
-        index_builder, embedding = _index_builder(settings, storage.vectors, telemetry)
+        work = ThreadPoolExecutor(thread_name_prefix="toolsearch-work")
+        backend = open_backend(settings, interner, work)
+        indexes, embedding = _indexes(settings, profile, backend.vectors, work, telemetry)
         identifier = _identifier(settings)
-        guard = ToolGuard(
-            store,
-            telemetry,
-            hide_suspicious=settings.hide_suspicious,
-            on_change=settings.on_tool_change,
-            approvals=Approvals(Path(settings.approved_tools) if settings.approved_tools else None),
-            allowed_lookalikes=settings.allow_lookalike,
-        )
         catalogs = CatalogService(
             upstream,
-            store,
-            index_builder,
+            backend.catalogs,
+            indexes,
             ttl=settings.catalog_ttl,
             max_materialized=settings.max_cached_catalogs,
             max_tools=settings.max_catalog_tools,
             identifier=identifier,
             interner=interner,
             telemetry=telemetry,
-            guard=guard,
+            guard=_guard(settings, backend, telemetry),
         )
         upstream.on_tools_changed = catalogs.tools_changed
-        telemetry.observe_store_errors(lambda: getattr(store, "failures", 0))
-        outcomes = SearchOutcomes(
-            storage.outcomes, identifier, telemetry, window=settings.search_outcome_window
-        )
-        policy = ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools))
-        metatools = MetaTools(
-            catalogs,
-            upstream,
-            policy,
-            max_batch_calls=settings.max_batch_calls,
-            search_schemas=settings.search_schemas,
-            answer_chars=settings.search_answer_chars,
-            telemetry=telemetry,
-            outcomes=outcomes,
-        )
-        server = McpServer(
-            metatools,
-            catalogs,
-            upstream,
-            max_instructions=settings.max_instructions,
-            catalog_ttl=settings.catalog_ttl,
-            telemetry=telemetry,
-        )
+        telemetry.observe_store_errors(lambda: backend.failures)
+        window = settings.search_outcome_window
+        outcomes = SearchOutcomes(backend.outcomes, identifier, telemetry, window=window)
         return cls(
             settings=settings,
             upstream=upstream,
             catalogs=catalogs,
-            server=server,
+            server=_server(settings, catalogs, upstream, outcomes, telemetry),
             telemetry=telemetry,
             outcomes=outcomes,
+            backend=backend,
+            indexes=indexes,
+            work=work,
             embedding=embedding,
         )
 
@@ -123,56 +112,66 @@ class Proxy:
         return self.embedding is not None and self.embedding.running
 
     async def aclose(self) -> None:
-        if self.embedding is not None and not await asyncio.to_thread(
-            self.embedding.close, _EMBEDDING_STOP_SECONDS
+        if self.embedding is not None and not await asyncio.get_running_loop().run_in_executor(
+            self.work, self.embedding.close, _EMBEDDING_STOP_SECONDS
         ):
             logger.warning("the embedding thread did not stop within %g s", _EMBEDDING_STOP_SECONDS)
+        await self.indexes.aclose()
         await self.outcomes.aclose()
         await self.catalogs.aclose()
+        await self.backend.aclose()
         await self.upstream.aclose()
+        self.work.shutdown(wait=True, cancel_futures=True)
         self.telemetry.shutdown()
 
 
-@dataclass(frozen=True, slots=True)
-class _Storage:
-    """Where catalogs (with their leases and pins), search outcomes and shared tool vectors live:
-    this process, or a Redis all replicas share, chosen once from the settings."""
-
-    catalogs: CatalogStore
-    outcomes: OutcomeMemory
-    vectors: VectorCache | None
-    """Tool vectors shared between replicas (None: each process keeps its own)."""
-
-
-def _storage(settings: Settings, interner: ToolInterner) -> _Storage:
-    if not settings.redis_url:
-        return _Storage(MemoryCatalogStore(max_catalogs=settings.max_cached_catalogs), MemoryOutcomes(), None)
-    from toolsearch.redis_store import RedisCatalogStore, RedisVectorCache
-
-    store = RedisCatalogStore.from_url(
-        settings.redis_url,
-        interner,
-        prefix=settings.redis_prefix,
-        ttl=settings.redis_ttl,
-        timeout=settings.redis_timeout,
+def _server(
+    settings: Settings,
+    catalogs: CatalogService,
+    upstream: UpstreamClient,
+    outcomes: SearchOutcomes,
+    telemetry: Telemetry,
+) -> McpServer:
+    metatools = MetaTools(
+        catalogs,
+        upstream,
+        ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools)),
+        max_batch_calls=settings.max_batch_calls,
+        search_schemas=settings.search_schemas,
+        answer_chars=settings.search_answer_chars,
+        telemetry=telemetry,
+        outcomes=outcomes,
     )
-    return _Storage(store, RedisOutcomes(store), RedisVectorCache(store))
+    return McpServer(
+        metatools,
+        catalogs,
+        upstream,
+        max_instructions=settings.max_instructions,
+        catalog_ttl=settings.catalog_ttl,
+        telemetry=telemetry,
+    )
 
 
-def _index_builder(
-    settings: Settings, shared: VectorCache | None, telemetry: Telemetry
-) -> tuple[IndexBuilder, EmbeddingWorker | None]:
-    """Hybrid search with the model of --model-dir, and the thread that embeds catalogs for it;
-    without one, lexical search (said once)."""
+def _guard(settings: Settings, backend: Backend, telemetry: Telemetry) -> ToolGuard:
+    return ToolGuard(
+        backend.catalogs,
+        telemetry,
+        hide_suspicious=settings.hide_suspicious,
+        on_change=settings.on_tool_change,
+        approvals=Approvals(Path(settings.approved_tools) if settings.approved_tools else None),
+        allowed_lookalikes=settings.allow_lookalike,
+    )
+
+
+def _profile(settings: Settings) -> Profile | None:
+    """The models, ranker and dictionaries of --model-dir (said once); None without one."""
     if not settings.model_dir:
         logger.info("no --model-dir: search is lexical (BM25) only")
-        return LexicalIndex.build, None
+        return None
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.embedder import usable_cores
     from toolsearch.embedding.profile import load_profile
     from toolsearch.search.dictionaries import languages_of
-    from toolsearch.search.hybrid import index_builder
-    from toolsearch.search.progressive import EmbeddingWorker
 
     try:
         workers = settings.embedding_workers or usable_cores()
@@ -188,37 +187,39 @@ def _index_builder(
         "learned" if profile.ranker is not None else "fusion",
         languages_of(profile.dictionaries),
     )
-    cache = _vector_cache(settings, shared)
+    return profile
+
+
+def _indexes(
+    settings: Settings,
+    profile: Profile | None,
+    vectors: VectorStore,
+    work: ThreadPoolExecutor,
+    telemetry: Telemetry,
+) -> tuple[IndexBuilder, EmbeddingWorker | None]:
+    """How each catalog's index is built: hybrid with the profile's models, embedded on the thread
+    returned, tool vectors kept in `vectors`; BM25F alone without a profile."""
+    from toolsearch.search.build import index_builder
+    from toolsearch.search.progressive import EmbeddingWorker
+
+    if profile is None:
+        return index_builder((), vectors, executor=work), None
+
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
     embedding = EmbeddingWorker(
-        (embedder, *companions), on_done=telemetry.observe_embedding(lambda: embedding.pending)
+        profile.models, on_done=telemetry.observe_embedding(lambda: embedding.pending)
     )
     builder = index_builder(
-        embedder,
-        cache,
-        companions,
-        wait_seconds=settings.embedding_wait,
+        profile.models,
+        vectors,
         embedding=embedding,
+        wait_seconds=settings.embedding_wait,
         ranker=profile.ranker,
         dictionaries=profile.dictionaries,
         abstainer=profile.abstainer,
+        executor=work,
     )
     return builder, embedding
-
-
-def _vector_cache(settings: Settings, shared: VectorCache | None) -> VectorCache | None:
-    """Where tool vectors are kept: `shared` (Redis) shares them between replicas; --vector-cache-dir
-    keeps them on this machine's disk across restarts, in front of Redis (a restart reads no network)
-    or of this process's memory (an index build reads no disk). None: the index keeps its own in
-    memory."""
-    from toolsearch.search.vectors import DiskVectorCache, LayeredVectorCache, MemoryVectorCache
-
-    if not settings.vector_cache_dir:
-        return shared
-    disk = DiskVectorCache(settings.vector_cache_dir, max_bytes=settings.vector_cache_max_mb * 1_000_000)
-    if shared is not None:
-        return LayeredVectorCache(disk, shared)
-    return LayeredVectorCache(MemoryVectorCache(), disk)
 
 
 def _identifier(settings: Settings) -> Identifier:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from toolsearch.store import StoreUnavailable
+from toolsearch.backends.base import StoreUnavailable
 from toolsearch.tool import Tool
 from toolsearch.tool_guard import ToolGuard
 

@@ -27,7 +27,7 @@ from toolsearch.skeletons import foreign_characters
 from toolsearch.tool import Tool
 
 if TYPE_CHECKING:
-    from toolsearch.store import CatalogStore
+    from toolsearch.backends.base import CatalogStore
     from toolsearch.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)

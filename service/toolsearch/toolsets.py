@@ -11,18 +11,18 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+from toolsearch.backends.base import catalog_digest
 from toolsearch.integrity import CONFUSABLE_NAME, Integrity, integrity
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchIndex
 from toolsearch.single_flight import SingleFlight
-from toolsearch.store import catalog_digest
 from toolsearch.tool import Tool
 from toolsearch.tool_guard import ToolGuard
 from toolsearch.twins import twin_groups
 
-IndexBuilder = Callable[[Sequence[Tool]], SearchIndex]
+IndexBuilder = Callable[[Sequence[Tool]], Awaitable[SearchIndex]]
 
 
 class Toolset:
@@ -98,8 +98,7 @@ class Toolsets:
     async def _build_toolset(self, tools: tuple[Tool, ...], digest: str) -> Toolset:
         # The index and the flags of a new catalog take a while: off the event loop.
         flags = self._guard.flags if self._guard is not None else integrity
-        toolset = await asyncio.to_thread(
-            lambda: Toolset(tools, digest, self._build_index(tools), flags(tools))
-        )
+        index = await self._build_index(tools)
+        toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, index, flags(tools)))
         self._toolsets[digest] = toolset
         return toolset

@@ -46,8 +46,9 @@ from toolsearch.embedding.profile import Profile
 from toolsearch.evaluation import DEPTH, Outcome, Query, format_abstention, load_queries, summarize
 from toolsearch.naming import split_qualified_name
 from toolsearch.search.abstention import WRONG_ABSTENTIONS, Abstainer
+from toolsearch.search.build import profile_index
 from toolsearch.search.dictionaries import Dictionaries, digest_of
-from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
+from toolsearch.search.hybrid import HybridIndex, fused_scores
 from toolsearch.search.ranking import (
     Ranker,
     Signals,

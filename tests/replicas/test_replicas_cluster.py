@@ -22,8 +22,9 @@ from tests.replicas.conftest import (
     store_health,
     wait_until,
 )
-from toolsearch.redis_store import RedisCatalogStore, connect
-from toolsearch.store import CatalogRecord, StoreUnavailable
+from toolsearch.backends.base import CatalogRecord, StoreUnavailable
+from toolsearch.backends.redis import RedisBackend
+from toolsearch.backends.redis_connection import connect
 from toolsearch.testing import RedisClusterServer, recorded_tools
 from toolsearch.tool import ToolInterner
 
@@ -35,10 +36,10 @@ def record() -> CatalogRecord:
     return CatalogRecord(TOOLS, "Upstream instructions.", time.time())
 
 
-def opened(cluster: RedisClusterServer) -> RedisCatalogStore:
+def opened(cluster: RedisClusterServer) -> RedisBackend:
     """A store with an interner of its own, as another replica would have. Its first operation
     learns the cluster's layout (a connection to every master): 5 s, for a busy CI machine."""
-    return RedisCatalogStore.from_url(cluster.url, ToolInterner(), timeout=5.0)
+    return RedisBackend.from_url(cluster.url, ToolInterner(), timeout=5.0)
 
 
 def keys_by_master(cluster: RedisClusterServer) -> dict[int, list[bytes]]:
@@ -67,9 +68,9 @@ async def test_a_record_written_through_the_cluster_reads_back_on_another_replic
     writer, reader = opened(redis_cluster), opened(redis_cluster)
     written = record()
     try:
-        await writer.put("caller", written)
-        read = await reader.get("caller")
-        assert await reader.listed_at("caller") == written.listed_at
+        await writer.catalogs.put("caller", written)
+        read = await reader.catalogs.get("caller")
+        assert await reader.catalogs.listed_at("caller") == written.listed_at
     finally:
         await writer.aclose()
         await reader.aclose()
@@ -82,7 +83,7 @@ async def test_each_key_lives_on_the_master_of_its_slot_and_tools_spread_over_ev
 ) -> None:
     store = opened(redis_cluster)
     try:
-        await store.put("caller", record())
+        await store.catalogs.put("caller", record())
     finally:
         await store.aclose()
     stored = keys_by_master(redis_cluster)
@@ -103,8 +104,8 @@ async def test_tool_embeddings_spread_over_slots_read_back_in_order(redis_cluste
     vectors = {tool.digest: np.full(4, index, dtype=np.float32) for index, tool in enumerate(TOOLS)}
     store = opened(redis_cluster)
     try:
-        await store.put_vectors("e5-small", vectors)
-        found = await store.get_vectors("e5-small", [tool.digest for tool in TOOLS])
+        await store.vectors.put_many("e5-small", vectors)
+        found = await store.vectors.get_many("e5-small", [tool.digest for tool in TOOLS])
     finally:
         await store.aclose()
     assert list(found) == list(vectors)
@@ -114,16 +115,16 @@ async def test_tool_embeddings_spread_over_slots_read_back_in_order(redis_cluste
 async def test_a_corrupt_toolset_is_deleted_with_its_catalog_across_slots(redis_cluster) -> None:
     store = opened(redis_cluster)
     try:
-        await store.put("caller", record())
+        await store.catalogs.put("caller", record())
         with redis_cluster.client() as client:
             (toolset_key,) = client.keys("toolsearch:toolset:*", target_nodes=RedisCluster.PRIMARIES)
             client.set(toolset_key, b"\x01" * 40)
-        assert await store.get("caller") is None
+        assert await store.catalogs.get("caller") is None
         with redis_cluster.client() as client:
             left = client.keys("toolsearch:catalog:*", target_nodes=RedisCluster.PRIMARIES)
     finally:
         await store.aclose()
-    assert store.corrupt_entries == 1
+    assert store.connection.corrupt_entries == 1
     assert left == []
 
 
@@ -136,15 +137,15 @@ async def test_operations_in_flight_during_a_failover_fail_only_as_unavailable(r
     async def keep_using(caller: str) -> None:
         while not failover.done():
             try:
-                await store.put(caller, record())
-                await store.get(caller)
+                await store.catalogs.put(caller, record())
+                await store.catalogs.get(caller)
                 outcomes["answered"] += 1
             except StoreUnavailable:
                 outcomes["unavailable"] += 1
                 await asyncio.sleep(0.05)
 
     try:
-        await store.put("caller-0", record())
+        await store.catalogs.put("caller-0", record())
         redis_cluster.kill_master()
         failover = asyncio.ensure_future(asyncio.to_thread(redis_cluster.wait_until_serving))
         await asyncio.gather(*(keep_using(f"caller-{number}") for number in range(100)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import threading
@@ -12,19 +13,18 @@ import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
 from tests.embedding.tiny_models import token_states_graph, token_table, write_model
+from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.search import SearchIndex, hybrid
+from toolsearch.search.build import build_index, index_builder, query_runs
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
-    QUERY_RUNS,
     AbstentionThreshold,
     Calibration,
     Companion,
     HybridIndex,
     QueryVectors,
-    build_index,
     embed_at_once,
-    index_builder,
     intent,
 )
 from toolsearch.search.lexical import LexicalIndex
@@ -224,18 +224,24 @@ def test_intent_keeps_a_query_that_is_all_quotes() -> None:
     assert intent('"create issue"') == '"create issue"'
 
 
-def test_without_a_model_the_index_is_lexical(tools: list[Tool]) -> None:
-    assert index_builder(None) == LexicalIndex.build
+async def test_without_a_model_the_index_is_lexical(tools: list[Tool]) -> None:
+    assert isinstance(await index_builder((), MemoryVectors())(tools), LexicalIndex)
     assert isinstance(build_index(tools, None), LexicalIndex)
 
 
-def test_the_builder_shares_one_vector_cache_between_catalogs(tools: list[Tool], embedder: Embedder) -> None:
-    cache = MemoryVectorCache()
-    build = index_builder(embedder, cache)
-    build(tools[:2])
-    build(tools[1:])
+async def test_the_builder_shares_one_vector_store_between_catalogs(
+    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded = _recorded(embedder, "embed_passages", monkeypatch)
+    store = MemoryVectors()
+    cache = store.cache
+    build = index_builder([embedder], store, wait_seconds=30)
+    await build(tools[:2])
+    await build(tools[1:])
+    await build.aclose()
     words = set(catalog_words(tools[:2])) | set(catalog_words(tools[1:]))
     assert len(cache) == 2 * len(tools) + len(words)  # each tool's two passages, once
+    assert len(embedded) == len(cache)  # the second catalog embeds only what the first did not
 
 
 @pytest.fixture(scope="module")
@@ -263,29 +269,31 @@ def test_a_companion_model_sits_out_a_query_in_a_language_it_does_not_know(
     assert embedded == []
 
 
-def test_companion_vectors_are_cached_apart_and_without_words(
+async def test_companion_vectors_are_cached_apart_and_without_words(
     tools: list[Tool], embedder: Embedder, english_companion: Embedder
 ) -> None:
-    cache = MemoryVectorCache()
-    build = index_builder(embedder, cache, [english_companion])
-    index = build(tools)
+    store = MemoryVectors()
+    cache = store.cache
+    build = index_builder([embedder, english_companion], store, wait_seconds=30)
+    index = await build(tools)
+    await build.aclose()
     assert isinstance(index, ProgressiveIndex)
-    assert index.upgraded.wait(30)
+    assert index.upgraded.is_set()
     assert isinstance(index.current, HybridIndex)
     (companion,) = index.current.companions
     assert companion.semantic.words == ()
     assert len(cache) == 2 * len(tools) + len(catalog_words(tools)) + 2 * len(tools)
 
 
-def test_a_catalog_within_the_wait_is_hybrid_from_its_first_search(
+async def test_a_catalog_within_the_wait_is_hybrid_from_its_first_search(
     tools: list[Tool], embedder: Embedder
 ) -> None:
-    index = index_builder(embedder, wait_seconds=30)(tools)
+    index = await index_builder([embedder], MemoryVectors(), wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, HybridIndex)
 
 
-def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
+async def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
     tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     release = threading.Event()
@@ -296,16 +304,16 @@ def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_passages", slow)
-    index = index_builder(embedder, wait_seconds=0)(tools)
+    index = await index_builder([embedder], MemoryVectors(), wait_seconds=0)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
     release.set()
-    assert index.upgraded.wait(30)
+    assert await asyncio.to_thread(index.upgraded.wait, 30)
     assert isinstance(index.current, HybridIndex)
 
 
-def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
+async def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
     tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     def failing(texts: list[str]) -> np.ndarray:
@@ -313,23 +321,25 @@ def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
 
     monkeypatch.setattr(embedder, "embed_passages", failing)
     with caplog.at_level(logging.ERROR, logger="toolsearch"):
-        index = index_builder(embedder, wait_seconds=30)(tools)
+        index = await index_builder([embedder], MemoryVectors(), wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
     assert any("its search stays lexical" in record.getMessage() for record in caplog.records)
 
 
-def test_the_embedding_thread_reports_each_catalog_it_embeds(tools: list[Tool], embedder: Embedder) -> None:
+async def test_the_embedding_thread_reports_each_catalog_it_embeds(
+    tools: list[Tool], embedder: Embedder
+) -> None:
     done: list[tuple[float, bool]] = []
     embedding = EmbeddingWorker(on_done=lambda seconds, succeeded: done.append((seconds, succeeded)))
-    index = index_builder(embedder, embedding=embedding, wait_seconds=30)(tools)
+    index = await index_builder([embedder], MemoryVectors(), embedding=embedding, wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert [succeeded for _, succeeded in done] == [True]
     assert embedding.pending == 0
 
 
-def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical(
+async def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical(
     tools: list[Tool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_model(tmp_path / "model", tokenizer=_tokenizer())
@@ -344,8 +354,8 @@ def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical
 
     monkeypatch.setattr(embedder, "embed_passages", held)
     embedding = EmbeddingWorker([embedder])
-    index = index_builder(embedder, embedding=embedding, wait_seconds=0)(tools)
-    assert started.wait(30)
+    index = await index_builder([embedder], MemoryVectors(), embedding=embedding, wait_seconds=0)(tools)
+    assert await asyncio.to_thread(started.wait, 30)
     threading.Timer(0.1, release.set).start()  # the model run under way ends after `close` began
     with caplog.at_level(logging.ERROR, logger="toolsearch"):
         assert embedding.close(timeout=30)
@@ -429,14 +439,14 @@ def test_a_failed_model_run_fails_the_whole_after_the_others_have_ended(
 
     monkeypatch.setattr(english_companion, "embed_queries", closed)
     with pytest.raises(EmbedderClosed):
-        embed_at_once([(failing, ["find files"]), (working, ["find files"])], QUERY_RUNS)
+        embed_at_once([(failing, ["find files"]), (working, ["find files"])], query_runs())
     assert len(working) == 1
 
 
-def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedder: Embedder) -> None:
+async def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedder: Embedder) -> None:
     embedding = EmbeddingWorker()
     assert embedding.close(timeout=1)
-    index = index_builder(embedder, embedding=embedding, wait_seconds=30)(tools)
+    index = await index_builder([embedder], MemoryVectors(), embedding=embedding, wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert embedding.pending == 0
@@ -448,13 +458,13 @@ def _query_run_threads() -> list[str]:
     ]
 
 
-def test_a_served_indexs_further_model_runs_go_to_its_worker_and_end_with_it(
+async def test_a_served_indexs_further_model_runs_go_to_its_worker_and_end_with_it(
     tools: list[Tool], embedder: Embedder, english_companion: Embedder
 ) -> None:
     embedding = EmbeddingWorker()  # without the models, which closing would close for the other tests
-    index = index_builder(embedder, companions=[english_companion], embedding=embedding, wait_seconds=30)(
-        tools
-    )
+    index = await index_builder(
+        [embedder, english_companion], MemoryVectors(), embedding=embedding, wait_seconds=30
+    )(tools)
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
     index.search("delete an issue in the tracker", 4)  # the companion's run goes to the worker's threads
     assert _query_run_threads()

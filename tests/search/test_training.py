@@ -22,8 +22,9 @@ from toolsearch.embedding.profile import load_profile, write_profile
 from toolsearch.evaluation import Query
 from toolsearch.search.abstention import FEATURES as ABSTENTION_FEATURES
 from toolsearch.search.abstention import Abstainer
+from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
-from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
+from toolsearch.search.hybrid import HybridIndex, QueryVectors
 from toolsearch.search.ranking import (
     FEATURES,
     Ranker,

@@ -1,5 +1,5 @@
 """The tool-vector caches: `DiskVectorCache` on real files (damage, concurrent writers, another
-model, its bound), `LayeredVectorCache`, and a real proxy process restarted on a --vector-cache-dir."""
+model, its bound), `LayeredVectors`, and a real proxy process restarted on a --vector-cache-dir."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import pytest
 
 from tests.conftest import call_json, connect, running_upstream
 from tests.embedding.tiny_models import token_states_graph, token_table, word_tokenizer, write_model
+from toolsearch.backends.layers import DiskVectors, LayeredVectors
+from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import load_model
 from toolsearch.search.semantic import SemanticIndex
-from toolsearch.search.vectors import DiskVectorCache, LayeredVectorCache, MemoryVectorCache
+from toolsearch.search.vectors import DiskVectorCache, MemoryVectorCache
 from toolsearch.testing import serve_proxy_process
 from toolsearch.tool import Tool
 
@@ -179,15 +181,23 @@ def test_a_directory_that_cannot_be_written_costs_the_cache_not_the_caller(tmp_p
     assert cache.get_many(MODEL, [DIGESTS[0]]) == {}
 
 
-def test_a_layered_cache_reads_the_back_for_what_the_front_misses_and_keeps_it_in_front() -> None:
-    front, back = MemoryVectorCache(), MemoryVectorCache()
-    back.put_many(MODEL, {DIGESTS[0]: _vector(0)})
-    layered = LayeredVectorCache(front, back)
-    assert list(layered.get_many(MODEL, DIGESTS[:2])) == [DIGESTS[0]]
-    assert list(front.get_many(MODEL, DIGESTS[:2])) == [DIGESTS[0]]
-    layered.put_many(MODEL, {DIGESTS[1]: _vector(1)})
-    assert DIGESTS[1] in front.get_many(MODEL, [DIGESTS[1]])
-    assert DIGESTS[1] in back.get_many(MODEL, [DIGESTS[1]])
+async def test_a_layered_store_reads_the_back_for_what_the_front_misses_and_keeps_it_in_front() -> None:
+    front, back = MemoryVectors(), MemoryVectors()
+    back.cache.put_many(MODEL, {DIGESTS[0]: _vector(0)})
+    layered = LayeredVectors(front, back)
+    assert list(await layered.get_many(MODEL, DIGESTS[:2])) == [DIGESTS[0]]
+    assert list(front.cache.get_many(MODEL, DIGESTS[:2])) == [DIGESTS[0]]
+    await layered.put_many(MODEL, {DIGESTS[1]: _vector(1)})
+    assert DIGESTS[1] in front.cache.get_many(MODEL, [DIGESTS[1]])
+    assert DIGESTS[1] in back.cache.get_many(MODEL, [DIGESTS[1]])
+
+
+async def test_the_disk_store_reads_and_writes_its_files_off_the_event_loop(tmp_path: Path) -> None:
+    disk = DiskVectors(DiskVectorCache(tmp_path, max_bytes=LARGE), None)
+    await disk.put_many(MODEL, {DIGESTS[0]: _vector(0)})
+    found = await disk.get_many(MODEL, DIGESTS[:2])
+    assert list(found) == [DIGESTS[0]]
+    np.testing.assert_array_equal(found[DIGESTS[0]], _vector(0))
 
 
 TOOLS = [

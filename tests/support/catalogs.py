@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from toolsearch.backends.base import CatalogRecord, catalog_digest
 from toolsearch.catalog import Catalog
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.store import CatalogRecord, catalog_digest
 from toolsearch.tool import ToolInterner
 from toolsearch.toolsets import Toolset
 

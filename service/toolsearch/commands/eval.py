@@ -62,7 +62,7 @@ def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.profile import Profile, load_profile
-    from toolsearch.search.hybrid import profile_index
+    from toolsearch.search.build import profile_index
 
     mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
     if mode != "bm25" and not args.model_dir:

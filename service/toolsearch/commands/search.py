@@ -32,7 +32,7 @@ def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
     if not model_dirs:
         return LexicalIndex.build(tools)
     from toolsearch.embedding.profile import load_profile
-    from toolsearch.search.hybrid import profile_index
+    from toolsearch.search.build import profile_index
 
     return profile_index(tools, load_profile(model_dirs, threads=2))
 

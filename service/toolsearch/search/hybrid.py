@@ -51,11 +51,10 @@ gained is in docs/search-quality.md.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor, wait
+from collections.abc import Sequence
+from concurrent.futures import Executor, wait
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,14 +62,11 @@ import numpy as np
 from cachetools import LRUCache
 
 from toolsearch.embedding import Embedder
-from toolsearch.embedding.embedder import usable_cores
-from toolsearch.embedding.profile import Profile
 from toolsearch.naming import split_qualified_name
-from toolsearch.search import SearchHit, SearchIndex, text
+from toolsearch.search import SearchHit, text
 from toolsearch.search.abstention import Abstainer, Words, request_features
 from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import (
     Ranker,
     ServerGroups,
@@ -83,10 +79,6 @@ from toolsearch.search.ranking import (
 )
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.sentences import combined, sentences
-from toolsearch.search.vectors import MemoryVectorCache, VectorCache
-from toolsearch.tool import Tool
-
-Mode = Literal["bm25", "dense", "hybrid"]
 
 LEXICAL_WEIGHT = 0.35
 DENSE_WEIGHT = 0.065
@@ -104,8 +96,6 @@ TRANSLATION_WEIGHT = 1.5
 DICTIONARY_WEIGHT = 2.0
 """The weight of a word a dictionary gave: it reads a word better than the model guesses one."""
 _MAX_QUERY_CHARS = 4096
-EMBEDDING_WAIT_SECONDS = 1.0
-"""How long building an index waits for its hybrid form before serving BM25F meanwhile."""
 
 # Quoted spans in the quotation marks of the languages served, then URLs and e-mail addresses.
 _QUOTED = re.compile(
@@ -201,11 +191,6 @@ class QueryVectors:
         return len(self._vectors)
 
 
-QUERY_RUNS = ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query")
-"""Where a request's further model runs go while its first runs on the searching thread, for indexes
-built outside a proxy (eval, `toolsearch search`); a proxy's go to its `EmbeddingWorker.query_runs`."""
-
-
 def embed_at_once(runs: Sequence[tuple[QueryVectors, Sequence[str]]], executor: Executor | None) -> None:
     """Fill each `QueryVectors` with the vectors of those of its texts it lacks, one model run
     each: the first on this thread, the others meanwhile on `executor` (one after another without
@@ -281,7 +266,7 @@ class HybridIndex:
         companions: Sequence[Companion] = (),
         ranker: Ranker | None = None,
         dictionaries: Dictionaries | None = None,
-        query_runs: Executor | None = QUERY_RUNS,
+        query_runs: Executor | None = None,
         abstainer: Abstainer | None = None,
     ) -> None:
         """`dense` ranks by the first model's similarity alone (for measurement). `abstention` and
@@ -289,7 +274,7 @@ class HybridIndex:
         (`search.ranking`) when it was trained for these models and `dictionaries`; else the
         fusion ranks. `abstainer` decides abstention when it was trained for the ranker that
         ranks; else `abstention`'s thresholds do. A request's model runs go to `query_runs` at
-        once (`embed_at_once`)."""
+        once (`embed_at_once`); without it, one after another."""
         self.lexical = lexical
         self.semantic = semantic
         self.companions = tuple(companions)
@@ -570,130 +555,3 @@ def _best(scores: np.ndarray, limit: int, *, weak: bool) -> list[SearchHit]:
     candidates = np.argpartition(-scores, limit - 1)[:limit]
     ranked = candidates[np.lexsort((candidates, -scores[candidates]))]
     return [SearchHit(int(position), float(scores[position]), weak) for position in ranked]
-
-
-def build_index(
-    tools: Sequence[Tool],
-    embedder: Embedder | None = None,
-    *,
-    mode: Mode = "hybrid",
-    cache: VectorCache | None = None,
-    query_vectors: QueryVectors | None = None,
-    companions: Sequence[QueryVectors] = (),
-    ranker: Ranker | None = None,
-    dictionaries: Dictionaries | None = None,
-    abstainer: Abstainer | None = None,
-) -> SearchIndex:
-    """The index of `tools`: BM25F alone without an embedder (or in mode bm25), else hybrid or
-    dense, with the `companions`' models, the `ranker` and its `abstainer` (in hybrid mode) and
-    the `dictionaries` that translate queries; tool vectors come from `cache` where it has them."""
-    lexical = LexicalIndex.build(tools)
-    if embedder is None or mode == "bm25":
-        return lexical
-    return _with_models(
-        lexical,
-        tools,
-        query_vectors or QueryVectors(embedder),
-        cache if cache is not None else MemoryVectorCache(),
-        companions if mode == "hybrid" else (),
-        ranker if mode == "hybrid" else None,
-        dictionaries,
-        mode,
-        abstainer=abstainer if mode == "hybrid" else None,
-    )
-
-
-def profile_index(
-    tools: Sequence[Tool], profile: Profile, *, mode: Mode = "hybrid", cache: VectorCache | None = None
-) -> SearchIndex:
-    """`build_index` with a profile's models (the first, then companions), ranker, abstainer and
-    dictionaries; BM25F alone for a profile without models."""
-    first, *companions = profile.models or (None,)
-    return build_index(
-        tools,
-        first,
-        mode=mode,
-        cache=cache,
-        companions=[QueryVectors(model) for model in companions],
-        ranker=profile.ranker,
-        dictionaries=profile.dictionaries,
-        abstainer=profile.abstainer,
-    )
-
-
-def _with_models(
-    lexical: LexicalIndex,
-    tools: Sequence[Tool],
-    query_vectors: QueryVectors,
-    cache: VectorCache,
-    companions: Sequence[QueryVectors],
-    ranker: Ranker | None = None,
-    dictionaries: Dictionaries | None = None,
-    mode: Literal["dense", "hybrid"] = "hybrid",
-    query_runs: Executor | None = QUERY_RUNS,
-    abstainer: Abstainer | None = None,
-) -> HybridIndex:
-    semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
-    joined = [
-        Companion(SemanticIndex.build(tools, queries.embedder, cache, words=False), queries)
-        for queries in companions
-    ]
-    return HybridIndex(
-        lexical,
-        semantic,
-        query_vectors,
-        mode=mode,
-        companions=joined,
-        ranker=ranker,
-        dictionaries=dictionaries,
-        query_runs=query_runs,
-        abstainer=abstainer,
-    )
-
-
-def index_builder(
-    embedder: Embedder | None,
-    cache: VectorCache | None = None,
-    companions: Sequence[Embedder] = (),
-    *,
-    wait_seconds: float = EMBEDDING_WAIT_SECONDS,
-    embedding: EmbeddingWorker | None = None,
-    ranker: Ranker | None = None,
-    dictionaries: Dictionaries | None = None,
-    abstainer: Abstainer | None = None,
-) -> Callable[[Sequence[Tool]], SearchIndex]:
-    """What `CatalogService` builds each distinct catalog's index with: one vector cache and one
-    query-vector cache per model, shared by every catalog of the process.
-
-    With a model, each index is a `ProgressiveIndex`: BM25F at once, hybrid once the catalog is
-    embedded in the background (by `embedding`, a new one by default); the build waits up to
-    `wait_seconds` for the hybrid index."""
-    if embedder is None:
-        return LexicalIndex.build
-    shared_cache = cache if cache is not None else MemoryVectorCache()
-    shared_queries = QueryVectors(embedder)
-    companion_queries = [QueryVectors(companion) for companion in companions]
-    background = embedding or EmbeddingWorker()
-
-    def build(tools: Sequence[Tool]) -> SearchIndex:
-        lexical = LexicalIndex.build(tools)
-        index = ProgressiveIndex(lexical)
-        background.submit(
-            index,
-            functools.partial(
-                _with_models,
-                lexical,
-                tools,
-                shared_queries,
-                shared_cache,
-                companion_queries,
-                ranker,
-                dictionaries,
-                abstainer=abstainer,
-                query_runs=background.query_runs,
-            ),
-        )
-        index.upgraded.wait(wait_seconds)
-        return index
-
-    return build

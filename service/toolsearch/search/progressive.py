@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from toolsearch.embedding import Embedder, EmbedderClosed
 from toolsearch.embedding.embedder import usable_cores
@@ -56,6 +56,8 @@ class ProgressiveIndex:
         return True
 
 
+_Job = tuple[ProgressiveIndex, Callable[[], SearchIndex], Future[bool]]
+
 EmbeddingDone = Callable[[float, bool], None]
 """Told each finished embedding's seconds and whether it succeeded (telemetry)."""
 
@@ -65,9 +67,7 @@ class EmbeddingWorker:
     threads a request's further model runs go to meanwhile (`query_runs`), shut down with it."""
 
     def __init__(self, models: Sequence[Embedder] = (), on_done: EmbeddingDone | None = None) -> None:
-        self._jobs: queue.SimpleQueue[tuple[ProgressiveIndex, Callable[[], SearchIndex]] | None] = (
-            queue.SimpleQueue()
-        )
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._models = tuple(models)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -87,17 +87,22 @@ class EmbeddingWorker:
         """Whether the thread is alive: after `close`, still inside a model run."""
         return self._thread is not None and self._thread.is_alive()
 
-    def submit(self, index: ProgressiveIndex, build: Callable[[], SearchIndex]) -> None:
-        """Upgrade `index` to what `build` makes, after the catalogs submitted before it."""
+    def submit(self, index: ProgressiveIndex, build: Callable[[], SearchIndex]) -> Future[bool]:
+        """Upgrade `index` to what `build` makes, after the catalogs submitted before it; the future
+        of whether it was upgraded, done when `index.upgraded` is set."""
+        done: Future[bool] = Future()
+        done.set_running_or_notify_cancel()  # a waiter giving up must not cancel what the thread sets
         with self._lock:
             if self._closed:
                 index.upgraded.set()  # shutting down: the catalog stays lexical
-                return
+                done.set_result(False)
+                return done
             self._pending += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="toolsearch-embedding", daemon=True)
                 self._thread.start()
-        self._jobs.put((index, build))
+        self._jobs.put((index, build, done))
+        return done
 
     def close(self, timeout: float) -> bool:
         """Embed nothing more and wait up to `timeout` seconds for the thread to end; whether it did.
@@ -119,8 +124,9 @@ class EmbeddingWorker:
 
     def _run(self) -> None:
         while (job := self._jobs.get()) is not None:
-            index, build = job
+            index, build, done = job
             started = time.perf_counter()
+            upgraded = False
             try:
                 upgraded = not self._closed and index.upgrade(build)
                 seconds = time.perf_counter() - started
@@ -137,3 +143,4 @@ class EmbeddingWorker:
             finally:
                 # Last, so that whoever waits for the upgrade also sees it counted.
                 index.upgraded.set()
+                done.set_result(upgraded)

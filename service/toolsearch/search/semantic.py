@@ -16,7 +16,8 @@ whatever language it was asked (`nearest_words`), which lexical search can then 
 Tool and word vectors are computed once per distinct content and model: `VectorCache` holds them
 by (model key, `Tool.digest` or word), so every catalog that contains a tool shares its vector and
 a catalog seen before is assembled without running the model. `MemoryVectorCache` is this
-process's cache; a store shared by replicas implements the same two methods.
+process's cache; a proxy asks its backend for the vectors a catalog needs (`cached_ids`) before the
+build, on the event loop, and hands the build what it found (`search.build.ProgressiveBuilder`).
 """
 
 from __future__ import annotations
@@ -109,6 +110,20 @@ def model_key(embedder: Embedder) -> str:
     return f"{embedder.fingerprint[:32]}.p{PASSAGE_VERSION}"
 
 
+def cached_ids(tools: Sequence[Tool], embedder: Embedder, *, words: bool = True) -> dict[str, list[str]]:
+    """What `SemanticIndex.build` asks its cache for, by cache key: its caller can fetch them first
+    (from a store asked asynchronously) and build from what it found."""
+    passages, descriptions, word_key = _cache_keys(embedder)
+    digests = list(dict.fromkeys(tool.digest for tool in tools))
+    return {passages: digests, descriptions: digests, word_key: catalog_words(tools) if words else []}
+
+
+def _cache_keys(embedder: Embedder) -> tuple[str, str, str]:
+    """The cache keys of a model's passage, description passage and word vectors."""
+    key = model_key(embedder)
+    return key, f"{key}.descriptions", f"{key}.words"
+
+
 def _vectors(
     embedder: Embedder, cache: VectorCache, key: str, texts: Mapping[str, _T], text: Callable[[_T], str]
 ) -> dict[str, np.ndarray]:
@@ -160,12 +175,12 @@ class SemanticIndex:
     ) -> SemanticIndex:
         """The vectors of `tools` and (unless `words` is off) of their words: from `cache` where it
         has them, else embedded in batches (and added to it)."""
-        key, dimensions = model_key(embedder), embedder.dimensions
+        (passages, descriptions, word_key), dimensions = _cache_keys(embedder), embedder.dimensions
         distinct = {tool.digest: tool for tool in tools}
-        known = _vectors(embedder, cache, key, distinct, passage)
-        described = _vectors(embedder, cache, f"{key}.descriptions", distinct, description_passage)
+        known = _vectors(embedder, cache, passages, distinct, passage)
+        described = _vectors(embedder, cache, descriptions, distinct, description_passage)
         vocabulary = catalog_words(tools) if words else []
-        word_vectors = _vectors(embedder, cache, f"{key}.words", {word: word for word in vocabulary}, str)
+        word_vectors = _vectors(embedder, cache, word_key, {word: word for word in vocabulary}, str)
         return cls(
             _matrix([known[tool.digest] for tool in tools], dimensions),
             _matrix([described[tool.digest] for tool in tools], dimensions),

@@ -1,5 +1,10 @@
 """Where tool vectors are kept between index builds: per (model, tool digest), shared by every
-catalog that contains the tool. The Redis store has its own implementation (`redis_store`).
+catalog that contains the tool.
+
+A `VectorCache` is what an index build reads and fills on its own thread (eval, training, the
+benchmarks). A `VectorStore` is what a proxy's backend serves (`toolsearch.backends`): asked from
+the event loop before a catalog is embedded and told the new vectors after, so that an index
+build never waits on the network.
 
 `DiskVectorCache` keeps them on local disk, so that a restarted process (or the next pod of a
 rolling deploy on the same volume) does not embed its catalogs again. Each entry is one file whose
@@ -38,6 +43,15 @@ class VectorCache(Protocol):
     def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
 
 
+class VectorStore(Protocol):
+    """Tool vectors asked for and written from async code. An outage of the store reads as "not
+    cached" and drops the write: the vectors are then computed, as without it."""
+
+    async def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    async def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
+
+
 class MemoryVectorCache:
     """Tool vectors in this process, least recently used dropped past `max_vectors`."""
 
@@ -56,29 +70,6 @@ class MemoryVectorCache:
     def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
         with self._lock:
             self._vectors.update(((model, digest), vector) for digest, vector in vectors.items())
-
-
-class LayeredVectorCache:
-    """A fast cache in front of a slower one: misses of `front` are read from `back` and kept in
-    `front`; new vectors go into both."""
-
-    def __init__(self, front: VectorCache, back: VectorCache) -> None:
-        self.front = front
-        self.back = back
-
-    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        found = self.front.get_many(model, digests)
-        missing = [digest for digest in digests if digest not in found]
-        if missing:
-            behind = self.back.get_many(model, missing)
-            if behind:
-                self.front.put_many(model, behind)
-                found.update(behind)
-        return found
-
-    def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
-        self.front.put_many(model, vectors)
-        self.back.put_many(model, vectors)
 
 
 _MAGIC = b"tsv1"

@@ -1,0 +1,77 @@
+"""Building a served catalog's index: the event loop fetches the vectors the backend has and writes
+back the new ones; the embedding thread only runs models and builds."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+
+from tests.search import test_hybrid as hybrid_tests
+from toolsearch.backends.memory import MemoryVectors
+from toolsearch.embedding import Embedder
+from toolsearch.search.build import index_builder
+from toolsearch.search.hybrid import HybridIndex
+from toolsearch.search.progressive import ProgressiveIndex
+from toolsearch.search.semantic import catalog_words
+from toolsearch.tool import Tool
+
+embedder = hybrid_tests.embedder  # the tiny model and tools of the hybrid tests
+tools = hybrid_tests.tools
+
+
+class _ThreadRecordingStore(MemoryVectors):
+    """A memory store that notes the thread of each of its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[str] = set()
+
+    async def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        self.threads.add(threading.current_thread().name)
+        return await super().get_many(model, digests)
+
+    async def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        self.threads.add(threading.current_thread().name)
+        await super().put_many(model, vectors)
+
+
+async def test_the_backend_is_asked_and_told_only_from_the_event_loop(
+    tools: list[Tool], embedder: Embedder
+) -> None:
+    store = _ThreadRecordingStore()
+    build = index_builder([embedder], store, wait_seconds=30)
+    index = await build(tools)
+    await build.aclose()
+    assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
+    assert len(store.cache) > 0
+    assert store.threads == {threading.current_thread().name}
+
+
+async def test_a_catalog_whose_vectors_the_backend_has_runs_no_model(
+    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MemoryVectors()
+    build = index_builder([embedder], store, wait_seconds=30)
+    await build(tools)
+
+    def no_model_run(texts: list[str]) -> np.ndarray:
+        raise AssertionError(f"embedded {texts}")
+
+    monkeypatch.setattr(embedder, "embed_passages", no_model_run)
+    index = await build(list(reversed(tools)))
+    await build.aclose()
+    assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
+
+
+async def test_closing_writes_back_the_vectors_of_a_catalog_embedded_after_its_build_returned(
+    tools: list[Tool], embedder: Embedder
+) -> None:
+    store = MemoryVectors()
+    build = index_builder([embedder], store, wait_seconds=0)
+    index = await build(tools)
+    await build.aclose()
+    assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
+    assert len(store.cache) == 2 * len(tools) + len(catalog_words(tools))
