@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolsearch.backends.base import MemoryCatalogStore
+from toolsearch.backends.memory import MemoryCatalogStore
 from toolsearch.integrity import COPIES_TOOL
 from toolsearch.quarantine import Quarantine, Withholding
 from toolsearch.telemetry import Telemetry
