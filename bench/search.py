@@ -31,9 +31,9 @@ from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding.embedder import usable_cores
-from toolsearch.embedding.profile import Profile, load_profile
 from toolsearch.search.hybrid import QUERY_RUNS, Companion, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.profile import Profile, load_profile
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool

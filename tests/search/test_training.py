@@ -18,12 +18,13 @@ from tests.embedding.tiny_models import write_model
 from tests.search.test_hybrid import _tokenizer
 from toolsearch.commands.train import add_train_command
 from toolsearch.embedding import Embedder, ModelError, load_model
-from toolsearch.embedding.profile import load_profile, write_profile
-from toolsearch.evaluation import Query
 from toolsearch.search.abstention import FEATURES as ABSTENTION_FEATURES
 from toolsearch.search.abstention import Abstainer
+from toolsearch.search.abstention_training import abstention_threshold, train_abstainer
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
+from toolsearch.search.evaluation import Query
 from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
+from toolsearch.search.profile import load_profile, write_profile
 from toolsearch.search.ranking import (
     FEATURES,
     Ranker,
@@ -33,16 +34,14 @@ from toolsearch.search.ranking import (
     feature_names,
     initial_weights,
 )
-from toolsearch.tool import Tool, ToolInterner
-from toolsearch.training import (
-    abstention_threshold,
+from toolsearch.search.training import (
     cross_fitted,
     fit_adapter,
     fit_weights,
     server_fold,
-    train_abstainer,
     train_ranker,
 )
+from toolsearch.tool import Tool, ToolInterner
 
 SERVERS = {
     "files": ["find files in a folder", "delete files in a folder", "create a folder"],

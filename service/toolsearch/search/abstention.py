@@ -16,7 +16,7 @@ words), so that a request and its translation get the same verdict:
   cosine, the best lexical score): what the calibrated thresholds of `search.hybrid` judge.
 
 A logistic regression over them gives the probability that no tool serves the request; above
-`Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.training`) on
+`Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.search.training`) on
 the training requests, which a tool serves, and on requests no tool of the recorded catalog
 serves (`data/queries-unservable.jsonl`), with each training request's scores coming from a ranker
 that did not see its server; the threshold is the one that abstains wrongly on at most

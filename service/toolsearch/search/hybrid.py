@@ -64,12 +64,12 @@ from cachetools import LRUCache
 
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.embedder import usable_cores
-from toolsearch.embedding.profile import Profile
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, SearchIndex, text
 from toolsearch.search.abstention import Abstainer, Words, request_features
 from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.profile import Profile
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import (
     Ranker,

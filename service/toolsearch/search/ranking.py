@@ -1,7 +1,7 @@
 """Learned ranking: query adapters and a linear re-ranker over the hybrid index's signals.
 
 The hand-set fusion of `search.hybrid` stays the ranking's backbone; what is learned from training
-requests (`toolsearch train`, `toolsearch.training`) corrects it, and an index without a trained
+requests (`toolsearch train`, `toolsearch.search.training`) corrects it, and an index without a trained
 `Ranker` for its models ranks by the fusion alone.
 
 - **A query adapter.** For the first model, a linear map of the query's embedding, `q + q @ W`
