@@ -24,16 +24,17 @@ from toolsearch.search.abstention_training import abstention_threshold, train_ab
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.evaluation import Query
 from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
+from toolsearch.search.inspection import explain
 from toolsearch.search.profile import load_profile, write_profile
 from toolsearch.search.ranking import (
     FEATURES,
     Ranker,
     ServerGroups,
-    Signals,
     candidates,
     feature_names,
     initial_weights,
 )
+from toolsearch.search.signals import Signals
 from toolsearch.search.training import (
     cross_fitted,
     fit_adapter,
@@ -337,7 +338,7 @@ def test_a_learned_hits_explanation_adds_up_to_its_score(index: HybridIndex, mod
     learned = HybridIndex(
         index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
     )
-    explained = learned.explain("find a city", 3)
+    explained = explain(learned, "find a city", 3)
     assert len(explained) == 3
     for hit, parts in explained:
         assert set(parts) == {*FEATURES, "best_sentence", "named"}
@@ -356,7 +357,7 @@ def test_a_ranker_reads_a_feature_of_each_further_companion(model_root: Path, tm
     learned = HybridIndex(
         three.lexical, three.semantic, QueryVectors(models[0]), companions=three.companions, ranker=ranker
     )
-    explained = learned.explain("find a city", 3)
+    explained = explain(learned, "find a city", 3)
     assert len(explained) == 3
     for hit, parts in explained:
         assert set(parts) == {*ranker.features, "best_sentence", "named"}
@@ -387,7 +388,7 @@ def test_a_long_requests_explanation_adds_its_best_sentence_to_its_features(
         index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
     )
     request = " ".join(["please find files in a folder now."] * 3 + ["create a calendar event now."] * 3)
-    explained = learned.explain(request, 3)
+    explained = explain(learned, request, 3)
     assert any(parts["best_sentence"] != 0.0 for _, parts in explained)
     for hit, parts in explained:
         assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)

@@ -26,6 +26,7 @@ from toolsearch.search.ranking import Ranker
 from toolsearch.search.training import (
     FOLDS,
     CrossFitted,
+    adapted,
     catalog_index,
     cross_fitted,
     data_digests,
@@ -62,15 +63,15 @@ def abstention_data(
             if not len(signals.named):
                 scores = held_out.scores(signals, index.groups, index.one_word_names)
                 queries.append(query)
-                rows.append(index.abstention_features(query.text, signals, scores))
+                rows.append(index.features(index.request(query.text), signals, scores))
                 folds.append(fold)
     families = sorted({query.family for query in unservable})
     for query in unservable:
-        signals = index.adapted(index.evidence(query.text).signals, ranker.adapters)
+        signals = adapted(index, index.evidence(query.text).signals, ranker.adapters)
         if not len(signals.named):
             scores = ranker.scores(signals, index.groups, index.one_word_names)
             queries.append(query)
-            rows.append(index.abstention_features(query.text, signals, scores))
+            rows.append(index.features(index.request(query.text), signals, scores))
             folds.append(families.index(query.family) % FOLDS)
     servable = len(queries) - sum(1 for query in queries if not query.gold)
     is_unservable = np.arange(len(queries)) >= servable

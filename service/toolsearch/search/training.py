@@ -28,6 +28,7 @@ the recorded catalog takes about 10 minutes once the catalog is embedded (six ad
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.resources
 from collections.abc import Iterable, Sequence
@@ -45,16 +46,11 @@ from toolsearch.embedding.manifest import sha256_file
 from toolsearch.naming import split_qualified_name
 from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.evaluation import DEPTH, Outcome, Query, load_queries
-from toolsearch.search.hybrid import HybridIndex, fused_scores, profile_index
+from toolsearch.search.hybrid import HybridIndex, profile_index
 from toolsearch.search.profile import Profile
-from toolsearch.search.ranking import (
-    Ranker,
-    Signals,
-    candidates,
-    feature_rows,
-    initial_weights,
-    standardised,
-)
+from toolsearch.search.ranking import Ranker, adapt, candidates, feature_rows, initial_weights
+from toolsearch.search.scoring import Fusion
+from toolsearch.search.signals import Signals, standardised
 from toolsearch.search.vectors import VectorCache
 
 FOLDS = 5
@@ -179,12 +175,18 @@ def _fit_adapters(index: HybridIndex, chosen: Sequence[_Example]) -> tuple[np.nd
 
 def _cross_fitted(index: HybridIndex, chosen: Sequence[_Example], folds: np.ndarray) -> list[Signals]:
     """Each request's signals with its adapted similarities from an adapter fitted without its fold."""
-    adapted: dict[int, Signals] = {}
+    by_number: dict[int, Signals] = {}
     for fold in np.unique(folds):
         adapters = _fit_adapters(index, [e for e, f in zip(chosen, folds, strict=True) if f != fold])
         for number in map(int, np.flatnonzero(folds == fold)):
-            adapted[number] = index.adapted(chosen[number].signals, adapters)
-    return [adapted[number] for number in range(len(chosen))]
+            by_number[number] = adapted(index, chosen[number].signals, adapters)
+    return [by_number[number] for number in range(len(chosen))]
+
+
+def adapted(index: HybridIndex, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
+    """`signals` with the first model's similarities to the request's vector moved by its adapter."""
+    moved = adapt(signals.vector, adapters[0])
+    return dataclasses.replace(signals, adapted_dense=index.semantic.similarities(moved))
 
 
 def _rows(
@@ -276,7 +278,7 @@ def cross_validate(
     for fold, ranker in held_out_rankers(fitted).items():
         for number in np.flatnonzero(fitted.folds == fold):
             query, each = fitted.examples[number].query, fitted.signals[number]
-            fused.append(_outcome(query, fused_scores(each), names))
+            fused.append(_outcome(query, Fusion().scores(each), names))
             learned.append(_outcome(query, ranker.scores(each, index.groups, index.one_word_names), names))
     return fused, learned
 
