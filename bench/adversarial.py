@@ -179,7 +179,8 @@ class _VectorFile(MemoryVectorCache):
 
 
 def _builders(options: Options) -> list[tuple[str, Build, _VectorFile | None]]:
-    from toolsearch.search.hybrid import QueryVectors, build_index
+    from toolsearch.search.build import build_index
+    from toolsearch.search.hybrid import QueryVectors
     from toolsearch.search.lexical import LexicalIndex
     from toolsearch.search.profile import load_profile
 

@@ -168,8 +168,8 @@ def _index_builder(
         return LexicalIndex.build, None
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.embedder import usable_cores
+    from toolsearch.search.build import index_builder
     from toolsearch.search.dictionaries import languages_of
-    from toolsearch.search.hybrid import index_builder
     from toolsearch.search.profile import load_profile
     from toolsearch.search.progressive import EmbeddingWorker
 

@@ -15,15 +15,14 @@ from tests.embedding.tiny_models import token_states_graph, token_table, write_m
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.embedding.manifest import AbstentionThreshold, Calibration
 from toolsearch.search import SearchIndex
+from toolsearch.search.build import build_index, index_builder
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
     QUERY_RUNS,
     Companion,
     HybridIndex,
     QueryVectors,
-    build_index,
     embed_at_once,
-    index_builder,
 )
 from toolsearch.search.inspection import DenseIndex, explain, translations
 from toolsearch.search.lexical import LexicalIndex

@@ -21,9 +21,10 @@ from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.search.abstention import FEATURES as ABSTENTION_FEATURES
 from toolsearch.search.abstention import Abstainer
 from toolsearch.search.abstention_training import abstention_threshold, train_abstainer
+from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.evaluation import Query
-from toolsearch.search.hybrid import HybridIndex, QueryVectors, build_index
+from toolsearch.search.hybrid import HybridIndex, QueryVectors
 from toolsearch.search.inspection import explain
 from toolsearch.search.profile import load_profile, write_profile
 from toolsearch.search.ranking import (

@@ -20,10 +20,11 @@ import pytest
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.embedding import Embedder, load_model
 from toolsearch.naming import split_qualified_name
+from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries
 from toolsearch.search.evaluation import Query, load_queries, run_queries, summarize
 from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, build_dictionaries, missing_files
-from toolsearch.search.hybrid import QueryVectors, build_index
+from toolsearch.search.hybrid import QueryVectors
 from toolsearch.search.ranking import Ranker
 from toolsearch.search.training import shipped_ranker_path
 from toolsearch.search.vectors import MemoryVectorCache

@@ -63,7 +63,7 @@ def add_eval_command(
 def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
     from toolsearch.embedding import ModelError
-    from toolsearch.search.hybrid import profile_index
+    from toolsearch.search.build import profile_index
     from toolsearch.search.profile import Profile, load_profile
 
     mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")

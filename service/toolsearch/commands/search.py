@@ -31,7 +31,7 @@ def search_catalog_file(path: str | Path, query: str, limit: int = 10) -> list[t
 def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
     if not model_dirs:
         return LexicalIndex.build(tools)
-    from toolsearch.search.hybrid import profile_index
+    from toolsearch.search.build import profile_index
     from toolsearch.search.profile import load_profile
 
     return profile_index(tools, load_profile(model_dirs, threads=2))

@@ -44,9 +44,10 @@ from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.manifest import sha256_file
 from toolsearch.naming import split_qualified_name
+from toolsearch.search.build import profile_index
 from toolsearch.search.dictionaries import Dictionaries, digest_of
 from toolsearch.search.evaluation import DEPTH, Outcome, Query, load_queries
-from toolsearch.search.hybrid import HybridIndex, profile_index
+from toolsearch.search.hybrid import HybridIndex
 from toolsearch.search.profile import Profile
 from toolsearch.search.ranking import Ranker, adapt, candidates, feature_rows, initial_weights
 from toolsearch.search.scoring import Fusion
