@@ -35,9 +35,9 @@ from bench.options import Options, profiles_note
 from bench.processes import split_serve_flags
 from bench.report import RESULTS_DIR, Floor, Section, Table
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.evaluation import Query, load_queries
 from toolsearch.integrity import MAX_DEMOTED, flagged_last, integrity
 from toolsearch.search import SearchIndex
+from toolsearch.search.evaluation import Query, load_queries
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 
@@ -179,10 +179,10 @@ class _VectorFile(MemoryVectorCache):
 
 
 def _builders(options: Options) -> list[tuple[str, Build, _VectorFile | None]]:
-    from toolsearch.embedding.profile import load_profile
     from toolsearch.search.build import build_index
     from toolsearch.search.hybrid import QueryVectors
     from toolsearch.search.lexical import LexicalIndex
+    from toolsearch.search.profile import load_profile
 
     builders: list[tuple[str, Build, _VectorFile | None]] = [("bm25", LexicalIndex.build, None)]
     for profile in options.measured_profiles:

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from toolsearch.evaluation import load_queries
 from toolsearch.naming import split_qualified_name
+from toolsearch.search.evaluation import load_queries
 from toolsearch.search.stopwords import ENGLISH
-from toolsearch.training import training_queries_path
+from toolsearch.search.training import training_queries_path
 
 Side = Literal["development", "held-out"]
 SIDES: tuple[Side, ...] = ("development", "held-out")

@@ -14,7 +14,7 @@ from typing import Any
 from bench.processes import SERVICE_DIR, split_serve_flags
 from bench.report import RESULTS_DIR
 from toolsearch.embedding.manifest import ModelError
-from toolsearch.embedding.profile import ProfilePaths, profile_paths
+from toolsearch.search.profile import ProfilePaths, profile_paths
 
 NO_MODEL = "not available: no --model-dir given"
 

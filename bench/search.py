@@ -31,10 +31,12 @@ from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding.embedder import usable_cores
-from toolsearch.embedding.profile import Profile, load_profile
+from toolsearch.search import SearchIndex
 from toolsearch.search.build import query_runs
 from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
+from toolsearch.search.inspection import DenseIndex
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.profile import Profile, load_profile
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool
@@ -89,16 +91,16 @@ def _model_row(tools: Sequence[Tool], queries: Sequence[str], profile: Profile) 
             Companion(index, QueryVectors(companion))
             for index, companion in zip(companion_indexes, companions, strict=True)
         ]
-        index = HybridIndex(
+        hybrid = HybridIndex(
             lexical,
             semantic,
             vectors,
-            mode="dense" if mode == "dense" else "hybrid",
             companions=joined if mode != "dense" else (),
             ranker=ranker if mode != "hybrid" else None,
             dictionaries=profile.dictionaries if mode != "hybrid" else None,
             query_runs=None if mode == SEQUENTIAL else query_runs(),
         )
+        index: SearchIndex = DenseIndex(hybrid) if mode == "dense" else hybrid
         first_seen = _latencies(index.search, queries)
         search_ms[mode] = latency(first_seen)
         search_ms[f"{mode} (query cached)"] = latency(_latencies(index.search, queries))

@@ -38,8 +38,8 @@ def _searcher(model_dir: str, tools: int, cache_dir: str) -> None:
     """The process of one tree: index, say so, then answer each line of queries with their
     first-time and cached latencies."""
     from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
-    from toolsearch.embedding.profile import load_profile
     from toolsearch.search.build import profile_index
+    from toolsearch.search.profile import load_profile
     from toolsearch.search.vectors import DiskVectorCache
 
     profile = load_profile(model_dir.split(","))

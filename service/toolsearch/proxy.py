@@ -30,8 +30,8 @@ from toolsearch.tool_guard import Approvals, ToolGuard
 from toolsearch.upstream import UpstreamClient
 
 if TYPE_CHECKING:
-    from toolsearch.embedding.profile import Profile
     from toolsearch.search.build import IndexBuilder
+    from toolsearch.search.profile import Profile
     from toolsearch.search.progressive import EmbeddingWorker
     from toolsearch.search.vectors import VectorStore
 
@@ -170,8 +170,8 @@ def _profile(settings: Settings) -> Profile | None:
         return None
     from toolsearch.embedding import ModelError
     from toolsearch.embedding.embedder import usable_cores
-    from toolsearch.embedding.profile import load_profile
     from toolsearch.search.dictionaries import languages_of
+    from toolsearch.search.profile import load_profile
 
     try:
         workers = settings.embedding_workers or usable_cores()

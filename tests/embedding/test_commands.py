@@ -11,8 +11,8 @@ from toolsearch.commands.model import add_model_commands
 from toolsearch.embedding import load_model
 from toolsearch.embedding.fetch import KNOWN_MODELS, KnownModel
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE
-from toolsearch.embedding.profile import load_profile
 from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, missing_files
+from toolsearch.search.profile import load_profile
 
 from .tiny_models import Hub, describe, token_table, word_tokenizer, write_model, write_model2vec
 

@@ -8,7 +8,7 @@ import pytest
 
 from toolsearch.embedding import EmbedderClosed, ModelError, load_model
 from toolsearch.embedding.embedder import cgroup_cpu_limit, usable_cores
-from toolsearch.embedding.manifest import MANIFEST_NAME, MODEL_FILE
+from toolsearch.embedding.manifest import MANIFEST_NAME, MODEL_FILE, AbstentionThreshold, Calibration
 
 from .tiny_models import (
     DIMENSIONS,
@@ -128,6 +128,14 @@ def test_name_dimensions_and_fingerprint_describe_the_model(model_dir: Path, tmp
     assert (embedder.name, embedder.dimensions) == ("tiny", DIMENSIONS)
     assert embedder.fingerprint == load_model(model_dir).fingerprint
     assert embedder.fingerprint != load_model(tmp_path / "other").fingerprint
+
+
+def test_a_model_s_calibration_leaves_its_fingerprint_as_it_is(model_dir: Path, tmp_path: Path) -> None:
+    # The calibration changes no vector: a ranker trained before manifests carried it still fits.
+    calibration = Calibration(AbstentionThreshold(0.5, 10.0), translation_cosine=0.7)
+    write_model(tmp_path / "calibrated", calibration=calibration)
+
+    assert load_model(tmp_path / "calibrated").fingerprint == load_model(model_dir).fingerprint
 
 
 def test_a_changed_file_is_refused_with_its_name(model_dir: Path) -> None:

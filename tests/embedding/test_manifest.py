@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from toolsearch.embedding.manifest import (
+    E5_SMALL_CALIBRATION,
     MANIFEST_NAME,
+    AbstentionThreshold,
+    Calibration,
     ModelError,
     read_manifest,
     sha256_file,
@@ -101,3 +104,26 @@ def test_an_empty_existing_directory_is_filled(tmp_path: Path) -> None:
         write_model(staging)
 
     assert read_manifest(tmp_path / "model").name == "tiny"
+
+
+def test_a_manifest_carries_its_model_s_calibration(tmp_path: Path) -> None:
+    calibration = Calibration(AbstentionThreshold(0.5, 10.0, translated_lexical=12.0), translation_cosine=0.7)
+    write_model(tmp_path / "model", calibration=calibration)
+
+    assert read_manifest(tmp_path / "model").calibration == calibration
+
+
+def test_a_manifest_older_than_the_calibration_gets_the_one_measured_for_its_model(model_dir: Path) -> None:
+    manifest = json.loads((model_dir / MANIFEST_NAME).read_text())
+    del manifest["calibration"]
+    (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest | {"name": "multilingual-e5-small-q4"}))
+
+    assert read_manifest(model_dir).calibration == E5_SMALL_CALIBRATION
+
+
+def test_a_model_measured_by_no_one_has_no_calibration(model_dir: Path) -> None:
+    manifest = json.loads((model_dir / MANIFEST_NAME).read_text())
+    del manifest["calibration"]
+    (model_dir / MANIFEST_NAME).write_text(json.dumps(manifest))
+
+    assert read_manifest(model_dir).calibration is None

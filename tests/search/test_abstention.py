@@ -12,7 +12,8 @@ import pytest
 
 from toolsearch.embedding import ModelError
 from toolsearch.search.abstention import FEATURES, Abstainer, Words, request_features
-from toolsearch.search.ranking import ServerGroups, Signals
+from toolsearch.search.ranking import ServerGroups
+from toolsearch.search.signals import Signals
 
 TOOLS = 40
 

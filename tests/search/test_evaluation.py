@@ -10,7 +10,8 @@ import pytest
 
 from tests.embedding.tiny_models import write_model
 from toolsearch.commands.eval import add_eval_command
-from toolsearch.evaluation import (
+from toolsearch.search import SearchHit
+from toolsearch.search.evaluation import (
     Query,
     QueryFileError,
     load_queries,
@@ -18,7 +19,6 @@ from toolsearch.evaluation import (
     run_queries,
     summarize,
 )
-from toolsearch.search import SearchHit
 
 NAMES = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
 RANKINGS = {

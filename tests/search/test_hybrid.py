@@ -15,20 +15,20 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 from tests.embedding.tiny_models import token_states_graph, token_table, write_model
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
-from toolsearch.search import SearchIndex, hybrid
+from toolsearch.embedding.manifest import AbstentionThreshold, Calibration
+from toolsearch.search import SearchIndex
 from toolsearch.search.build import build_index, index_builder, query_runs
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
-    AbstentionThreshold,
-    Calibration,
     Companion,
     HybridIndex,
     QueryVectors,
     embed_at_once,
-    intent,
 )
+from toolsearch.search.inspection import DenseIndex, explain, translations
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
+from toolsearch.search.request import TRANSLATED_WORDS, intent
 from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage
 from toolsearch.search.sentences import sentences
 from toolsearch.search.vectors import MemoryVectorCache
@@ -79,7 +79,8 @@ def _names(index: SearchIndex, tools: list[Tool], query: str) -> list[str]:
 
 
 def test_dense_mode_ranks_by_cosine_to_the_tool_passage(tools: list[Tool], embedder: Embedder) -> None:
-    index = _hybrid(tools, embedder, mode="dense")
+    index = build_index(tools, embedder, mode="dense")
+    assert isinstance(index, DenseIndex)
     assert _names(index, tools, "weather forecast city")[0] == "weather_forecast"
 
 
@@ -89,7 +90,7 @@ def test_hybrid_ranks_first_the_tool_both_rankers_agree_on(tools: list[Tool], em
 
 
 def test_the_fusions_explanation_adds_up_to_the_score(tools: list[Tool], embedder: Embedder) -> None:
-    explained = _hybrid(tools, embedder).explain("delete an issue", 3)
+    explained = explain(_hybrid(tools, embedder), "delete an issue", 3)
     assert len(explained) == 3
     for hit, parts in explained:
         assert parts["lexical"] + parts["dense"] + parts["companions"] == pytest.approx(hit.score)
@@ -498,6 +499,11 @@ FOREIGN = {"klaidą": "issue", "sekiklyje": "tracker", "问题": "issue", "跟�
 
 @pytest.fixture(scope="module")
 def bilingual_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return _bilingual_model(tmp_path_factory.mktemp("bilingual") / "model")
+
+
+def _bilingual_model(directory: Path, **changes: object) -> Embedder:
+    """A tiny model that embeds each word of `FOREIGN` as its English word (`changes` to its manifest)."""
     words = [*WORDS, *FOREIGN]
     tokenizer = _tokenizer(words)
     table = token_table(tokenizer.get_vocab_size())
@@ -505,8 +511,7 @@ def bilingual_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     table[[vocab["q:"], vocab["p:"]]] = 0.0
     for foreign, english in FOREIGN.items():
         table[vocab[foreign]] = table[vocab[english]]
-    directory: Path = tmp_path_factory.mktemp("bilingual") / "model"
-    write_model(directory, graph=token_states_graph(table), tokenizer=tokenizer)
+    write_model(directory, graph=token_states_graph(table), tokenizer=tokenizer, **changes)
     return load_model(directory)
 
 
@@ -518,7 +523,7 @@ def test_a_query_word_no_tool_has_is_read_as_the_catalog_word_nearest_to_it(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
     index = _translating(tools, bilingual_embedder, 0.99)
-    assert index.translations("klaidą sekiklyje", "lt") == ["issue", "tracker"]
+    assert translations(index, "klaidą sekiklyje", "lt") == ["issue", "tracker"]
 
 
 def test_a_one_word_request_that_is_its_own_word_to_guess_is_embedded_once(
@@ -534,7 +539,7 @@ def test_a_word_near_no_catalog_word_is_not_translated(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
     index = _translating(tools, bilingual_embedder, 0.99)
-    assert index.translations("klaidą pizzą", "lt") == ["issue"]
+    assert translations(index, "klaidą pizzą", "lt") == ["issue"]
 
 
 def test_only_a_query_in_another_language_has_its_words_translated(
@@ -552,20 +557,20 @@ def test_the_han_words_of_a_chinese_query_are_translated(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
     index = _translating(tools, bilingual_embedder, 0.99)
-    assert index.translations("问题 跟踪器", "zh") == ["issue", "tracker"]
+    assert translations(index, "问题 跟踪器", "zh") == ["issue", "tracker"]
 
 
 def test_a_model_without_calibration_translates_nothing(
     tools: list[Tool], bilingual_embedder: Embedder
 ) -> None:
-    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje", "lt") == []
+    assert translations(_hybrid(tools, bilingual_embedder), "klaidą sekiklyje", "lt") == []
 
 
-def test_a_calibrated_model_translates_at_its_cosine(
-    tools: list[Tool], bilingual_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+def test_a_model_calibrated_in_its_manifest_translates_at_its_cosine(
+    tools: list[Tool], tmp_path: Path
 ) -> None:
-    monkeypatch.setitem(hybrid.CALIBRATIONS, "tiny", Calibration(NEVER, translation_cosine=0.99))
-    assert _hybrid(tools, bilingual_embedder).translations("klaidą sekiklyje", "lt") == [
+    calibrated = _bilingual_model(tmp_path / "model", calibration=Calibration(NEVER, translation_cosine=0.99))
+    assert translations(_hybrid(tools, calibrated), "klaidą sekiklyje", "lt") == [
         "issue",
         "tracker",
     ]
@@ -582,14 +587,14 @@ def test_a_word_the_dictionary_knows_is_read_by_it_not_by_the_model(
 ) -> None:
     index = _with_dictionary(tools, bilingual_embedder, {"klaidą": "bug issue"})
     embedded = _recorded(bilingual_embedder, "embed_queries", monkeypatch)
-    assert index.translations("klaidą sekiklyje", "lt") == ["issue", "tracker"]
+    assert translations(index, "klaidą sekiklyje", "lt") == ["issue", "tracker"]
     assert embedded == ["sekiklyje"]  # `bug` is no catalog word; the model reads only the unknown word
 
 
 def test_a_dictionary_serves_only_its_own_language(tools: list[Tool], bilingual_embedder: Embedder) -> None:
     index = _with_dictionary(tools, bilingual_embedder, {"klaidą": "tracker"})
-    assert index.translations("klaidą", "lt") == ["tracker"]
-    assert index.translations("klaidą", "de") == ["issue"]
+    assert translations(index, "klaidą", "lt") == ["tracker"]
+    assert translations(index, "klaidą", "de") == ["issue"]
 
 
 def test_words_past_the_model_s_limit_are_still_looked_up_in_the_dictionary(
@@ -597,8 +602,8 @@ def test_words_past_the_model_s_limit_are_still_looked_up_in_the_dictionary(
 ) -> None:
     fillers = [f"zodis{letter}" for letter in "abcdefghijklmn"]  # words no tool and no dictionary has
     index = _with_dictionary(tools, bilingual_embedder, {"sekiklyje": "tracker"})
-    assert len(fillers) > hybrid.TRANSLATED_WORDS
-    assert index.translations(" ".join([*fillers, "sekiklyje"]), "lt") == ["tracker"]
+    assert len(fillers) > TRANSLATED_WORDS
+    assert translations(index, " ".join([*fillers, "sekiklyje"]), "lt") == ["tracker"]
 
 
 def test_with_dictionaries_abstention_judges_the_lexical_score_with_the_translated_words(

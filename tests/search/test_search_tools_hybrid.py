@@ -13,9 +13,8 @@ import pytest
 
 from tests.conftest import call_json, connect, running_proxy, running_upstream
 from tests.embedding.tiny_models import write_model
+from toolsearch.embedding.manifest import AbstentionThreshold, Calibration
 from toolsearch.proxy import Proxy
-from toolsearch.search import hybrid
-from toolsearch.search.hybrid import AbstentionThreshold, Calibration
 from toolsearch.settings import Settings
 
 TOOLS = [
@@ -71,12 +70,12 @@ async def test_metrics_show_catalogs_embedded_and_waiting(upstream_url: str, mod
 
 
 async def test_search_that_nothing_fits_says_so_and_marks_the_closest_weak(
-    upstream_url: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    upstream_url: str, tmp_path: Path
 ) -> None:
-    # Calibrate the tiny model so that no match is good enough.
-    never_good_enough = Calibration(AbstentionThreshold(2.0, float("inf")), translation_cosine=2.0)
-    monkeypatch.setitem(hybrid.CALIBRATIONS, "tiny-hybrid", never_good_enough)
-    with running_proxy(upstream_url, model_dir=str(model_dir)) as url:
+    # A tiny model whose manifest's calibration finds no match good enough.
+    never_good_enough = Calibration(AbstentionThreshold(2.0, 1e9), translation_cosine=2.0)
+    write_model(tmp_path / "model", name="tiny-hybrid", calibration=never_good_enough)
+    with running_proxy(upstream_url, model_dir=str(tmp_path / "model")) as url:
         async with connect(url, "token") as client:
             answer = await call_json(client, "search_tools", {"query": "order a pizza", "limit": 2})
     result = answer["results"][0]

@@ -18,32 +18,32 @@ from tests.embedding.tiny_models import write_model
 from tests.search.test_hybrid import _tokenizer
 from toolsearch.commands.train import add_train_command
 from toolsearch.embedding import Embedder, ModelError, load_model
-from toolsearch.embedding.profile import load_profile, write_profile
-from toolsearch.evaluation import Query
 from toolsearch.search.abstention import FEATURES as ABSTENTION_FEATURES
 from toolsearch.search.abstention import Abstainer
+from toolsearch.search.abstention_training import abstention_threshold, train_abstainer
 from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
+from toolsearch.search.evaluation import Query
 from toolsearch.search.hybrid import HybridIndex, QueryVectors
+from toolsearch.search.inspection import explain
+from toolsearch.search.profile import load_profile, write_profile
 from toolsearch.search.ranking import (
     FEATURES,
     Ranker,
     ServerGroups,
-    Signals,
     candidates,
     feature_names,
     initial_weights,
 )
-from toolsearch.tool import Tool, ToolInterner
-from toolsearch.training import (
-    abstention_threshold,
+from toolsearch.search.signals import Signals
+from toolsearch.search.training import (
     cross_fitted,
     fit_adapter,
     fit_weights,
     server_fold,
-    train_abstainer,
     train_ranker,
 )
+from toolsearch.tool import Tool, ToolInterner
 
 SERVERS = {
     "files": ["find files in a folder", "delete files in a folder", "create a folder"],
@@ -339,7 +339,7 @@ def test_a_learned_hits_explanation_adds_up_to_its_score(index: HybridIndex, mod
     learned = HybridIndex(
         index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
     )
-    explained = learned.explain("find a city", 3)
+    explained = explain(learned, "find a city", 3)
     assert len(explained) == 3
     for hit, parts in explained:
         assert set(parts) == {*FEATURES, "best_sentence", "named"}
@@ -358,7 +358,7 @@ def test_a_ranker_reads_a_feature_of_each_further_companion(model_root: Path, tm
     learned = HybridIndex(
         three.lexical, three.semantic, QueryVectors(models[0]), companions=three.companions, ranker=ranker
     )
-    explained = learned.explain("find a city", 3)
+    explained = explain(learned, "find a city", 3)
     assert len(explained) == 3
     for hit, parts in explained:
         assert set(parts) == {*ranker.features, "best_sentence", "named"}
@@ -389,7 +389,7 @@ def test_a_long_requests_explanation_adds_its_best_sentence_to_its_features(
         index.lexical, index.semantic, QueryVectors(models[0]), companions=index.companions, ranker=ranker
     )
     request = " ".join(["please find files in a folder now."] * 3 + ["create a calendar event now."] * 3)
-    explained = learned.explain(request, 3)
+    explained = explain(learned, request, 3)
     assert any(parts["best_sentence"] != 0.0 for _, parts in explained)
     for hit, parts in explained:
         assert sum(value for name, value in parts.items() if name != "named") == pytest.approx(hit.score)

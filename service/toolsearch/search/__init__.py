@@ -1,8 +1,13 @@
 """Search over one catalog's tools.
 
-The catalog layer builds one `SearchIndex` per distinct set of tools and asks it for ranked
-positions; it knows nothing of how ranking works. Lexical (BM25) ranking lives in `lexical`,
-text analysis in `text`, and what text a tool contributes in `documents`.
+The catalog layer builds one `SearchIndex` per distinct set of tools (`build`) and asks it for
+ranked positions; it knows nothing of how ranking works. Text analysis lives in `text`, what text
+a tool contributes in `documents`, lexical (BM25F) ranking in `lexical`, embeddings of tools in
+`semantic`. A hybrid search (`hybrid`) reads a request (`request`), computes its signals
+(`signals`), scores them (`scoring`: the hand-set fusion, or the learned ranking of `ranking`),
+judges abstention (`abstention`) and selects the answer (`selection`, shared with lexical search,
+and `sentences` for long requests). Measurement and training sit beside serving: `inspection`,
+`evaluation`, `training`, `abstention_training`.
 """
 
 from __future__ import annotations

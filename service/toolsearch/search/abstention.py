@@ -13,10 +13,10 @@ words), so that a request and its translation get the same verdict:
 - how much of the request the catalog's words cover: the share of its words that no tool has and
   no dictionary translates, and the best lexical score (log scale);
 - the same evidence before the request's words were translated (the fusion's best tool's passage
-  cosine, the best lexical score): what the calibrated thresholds of `search.hybrid` judge.
+  cosine, the best lexical score): what the calibrated thresholds judge (`weak_by_thresholds`).
 
 A logistic regression over them gives the probability that no tool serves the request; above
-`Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.training`) on
+`Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.search.training`) on
 the training requests, which a tool serves, and on requests no tool of the recorded catalog
 serves (`data/queries-unservable.jsonl`), with each training request's scores coming from a ranker
 that did not see its server; the threshold is the one that abstains wrongly on at most
@@ -38,14 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from toolsearch.search.ranking import (
-    ServerGroups,
-    Signals,
-    read_document,
-    rounded,
-    standardised,
-    write_document,
-)
+from toolsearch.embedding.manifest import AbstentionThreshold
+from toolsearch.search.ranking import ServerGroups, read_document, rounded, write_document
+from toolsearch.search.request import Words
+from toolsearch.search.signals import Signals, standardised
 
 ABSTENTION_FILE = "abstention.json"
 FORMAT_VERSION = 1
@@ -65,16 +61,6 @@ FEATURES = (
 """What the model reads of a request's evidence (`request_features`)."""
 WRONG_ABSTENTIONS = 0.02
 """The share of held-out servable training requests the threshold may abstain on."""
-
-
-@dataclass(frozen=True, slots=True)
-class Words:
-    """How much of a request the catalog's words cover."""
-
-    words: int
-    """Its distinct words (CJK words as the model's tokenizer cuts them)."""
-    unknown: int
-    """Those that no tool has and no dictionary translates (names, data, or what the catalog lacks)."""
 
 
 def request_features(
@@ -112,6 +98,24 @@ def request_features(
             float(np.log1p(max(signals.untranslated[1], 0.0))),
         ]
     )
+
+
+def weak_by_thresholds(
+    threshold: AbstentionThreshold | None,
+    cosine: float,
+    own_lexical: float,
+    translated_lexical: float,
+    *,
+    translating: bool,
+) -> bool:
+    """Whether the best tool is a poor match by a model's calibrated thresholds (without a trained
+    `Abstainer`): both rankers doubt it, its passage's `cosine` to the request and the best lexical
+    score (when `translating` with dictionaries, that with the request's translated words)."""
+    if threshold is None:
+        return False
+    if translating and threshold.translated_lexical is not None:
+        return cosine < threshold.cosine and translated_lexical < threshold.translated_lexical
+    return cosine < threshold.cosine and own_lexical < threshold.lexical
 
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:

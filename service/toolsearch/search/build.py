@@ -17,12 +17,13 @@ import numpy as np
 
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.embedder import usable_cores
-from toolsearch.embedding.profile import Profile
 from toolsearch.search import SearchIndex
 from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries
 from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
+from toolsearch.search.inspection import DenseIndex
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.profile import Profile
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.ranking import Ranker
 from toolsearch.search.semantic import SemanticIndex, cached_ids
@@ -107,23 +108,23 @@ def _with_models(
     mode: Literal["dense", "hybrid"] = "hybrid",
     query_runs: Executor | None = None,
     abstainer: Abstainer | None = None,
-) -> HybridIndex:
+) -> SearchIndex:
     semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
     joined = [
         Companion(SemanticIndex.build(tools, queries.embedder, cache, words=False), queries)
         for queries in companions
     ]
-    return HybridIndex(
+    index = HybridIndex(
         lexical,
         semantic,
         query_vectors,
-        mode=mode,
         companions=joined,
         ranker=ranker,
         dictionaries=dictionaries,
         query_runs=query_runs,
         abstainer=abstainer,
     )
+    return DenseIndex(index) if mode == "dense" else index
 
 
 class IndexBuilder(Protocol):

@@ -28,6 +28,7 @@ import scipy.sparse
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
 from toolsearch.search.documents import FIELDS, VOCABULARY, ToolDocument, tool_documents
+from toolsearch.search.selection import best_hits, named_first
 from toolsearch.search.sentences import combined, sentences
 from toolsearch.tool import Tool
 
@@ -66,7 +67,7 @@ MIN_PREFIX = 4
 PREFIX_WEIGHT = 0.5
 """How much a query word counts through a term it only shares a prefix with (see `_prefix_columns`)."""
 
-_MAX_QUERY_CHARS = 4096
+MAX_QUERY_CHARS = 4096
 """Query text past this is ignored: bounds the work one request can cause."""
 _NAME_SEPARATORS = re.compile(r"[\W_]+")
 _QUERY_CHUNK = re.compile(r"[^\s\"'`“”„«»‘’,;:!?()\[\]{}<>]+")
@@ -288,7 +289,7 @@ class LexicalIndex:
     def unknown_words(self, query: str) -> list[str]:
         """The words of `query` (of four letters or more, in lower case, each once, in order) that no
         tool's text has a term of: words of another language, or misspelt."""
-        words = {token.lower(): token for token in text.spelled_words(query[:_MAX_QUERY_CHARS])}
+        words = {token.lower(): token for token in text.spelled_words(query[:MAX_QUERY_CHARS])}
         return [word for word, token in words.items() if self._is_unknown(token)]
 
     def is_unknown(self, word: str) -> bool:
@@ -303,7 +304,7 @@ class LexicalIndex:
     def _query_columns(self, query: str) -> list[tuple[list[int], float]]:
         """Per distinct query word: the columns of its terms, and how much they count."""
         found: dict[tuple[int, ...], float] = {}
-        for word in text.analyze(query[:_MAX_QUERY_CHARS]):
+        for word in text.analyze(query[:MAX_QUERY_CHARS]):
             for columns, weight in self._columns_of_word(word):
                 if columns:
                     key = tuple(sorted(columns))
@@ -330,7 +331,7 @@ class LexicalIndex:
         """Positions of the tools that `query` names: the whole query, or an identifier in it, is a
         tool's qualified or bare name up to case and separators (`GitHub create-issue`,
         `use github_create_issue`)."""
-        query = query[:_MAX_QUERY_CHARS]
+        query = query[:MAX_QUERY_CHARS]
         keys = {_name_key(query)}
         keys.update(
             _name_key(chunk) for chunk in _QUERY_CHUNK.findall(query) if _IDENTIFIER_LIKE.search(chunk)
@@ -341,29 +342,20 @@ class LexicalIndex:
     def scores(self, query: str) -> np.ndarray:
         """Score of every tool for `query` (`bm25_scores`), where a tool the query names
         (`name_matches`) scores above every tool it does not name, whatever their texts say."""
-        scores = self.bm25_scores(query)
-        named = self.name_matches(query)
-        if len(named):
-            scores[named] += scores.max() + 1.0
+        scores = named_first(self.bm25_scores(query), self.name_matches(query), floor=0.0)
         exact = self._names.get(_EXACT + query.strip())
         if exact is not None:  # the very name, above names equal to it only up to case and separators
-            scores[exact] += scores.max() + 1.0
+            named_first(scores, exact, floor=0.0)
         return scores
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
         """The best `limit` tools that match `query` at all, best first (ties by position); a long
         request ranked by its sentences too (`search.sentences`)."""
         scores = self.scores(query)
-        parts = sentences(query[:_MAX_QUERY_CHARS])
+        parts = sentences(query[:MAX_QUERY_CHARS])
         if parts:
             scores = combined(scores, [self.scores(part) for part in parts])
-        matching = np.flatnonzero(scores > 0)
-        if limit <= 0 or not len(matching):
-            return []
-        if len(matching) > limit:
-            matching = matching[np.argpartition(-scores[matching], limit - 1)[:limit]]
-        best = matching[np.lexsort((matching, -scores[matching]))]
-        return [SearchHit(int(position), float(scores[position])) for position in best]
+        return best_hits(scores, limit, matching_only=True)
 
 
 def _add_columns(weights: scipy.sparse.csc_array, query_columns: list[tuple[list[int], float]]) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Learned ranking: query adapters and a linear re-ranker over the hybrid index's signals.
 
-The hand-set fusion of `search.hybrid` stays the ranking's backbone; what is learned from training
-requests (`toolsearch train`, `toolsearch.training`) corrects it, and an index without a trained
+The hand-set fusion (`search.signals`) stays the ranking's backbone; what is learned from training
+requests (`toolsearch train`, `toolsearch.search.training`) corrects it, and an index without a trained
 `Ranker` for its models ranks by the fusion alone.
 
 - **A query adapter.** For the first model, a linear map of the query's embedding, `q + q @ W`
@@ -36,6 +36,8 @@ import numpy as np
 
 from toolsearch.embedding.manifest import ModelError, sha256_file
 from toolsearch.search.dictionaries import Dictionaries, digest_of
+from toolsearch.search.selection import best_positions, named_first
+from toolsearch.search.signals import Signals, relative, standardised
 
 RANKER_FILE = "ranker.json"
 FORMAT_VERSION = 1
@@ -65,33 +67,6 @@ CANDIDATES_BY_LEXICAL = 30
 CANDIDATES_BY_COMPANION = 20
 
 
-@dataclass(frozen=True, slots=True)
-class Signals:
-    """One query's evidence over a catalog's tools, one entry per tool."""
-
-    fusion: np.ndarray
-    """The hand-set fusion's score (before named tools are put first)."""
-    lexical: np.ndarray
-    """BM25F with the query's expansion and translations, as the fusion weighs them."""
-    server_lexical: np.ndarray
-    """The part of BM25F that comes from the tool's server's words."""
-    dense: np.ndarray
-    """The first model's similarity (both passages blended)."""
-    companions: tuple[np.ndarray, ...]
-    """Each companion model's similarity; zeros where it sits out the query's language."""
-    named: np.ndarray
-    """Positions of the tools the query names."""
-    english: bool
-    vector: np.ndarray
-    """The request's embedding by the first model, before its adapter."""
-
-    adapted_dense: np.ndarray | None = None
-    """The first model's similarity to the request's adapted vector (with a ranker only)."""
-    untranslated: tuple[float, float] = (0.0, 0.0)
-    """Before the request's words were translated: the best fused tool's passage cosine to the
-    request, and the best lexical score (what abstention judges: translations are guesses)."""
-
-
 class ServerGroups:
     """Tools grouped by server, for per-server maxima in one vectorised pass. A tool without a
     server is a group of its own."""
@@ -116,41 +91,16 @@ def feature_names(companions: int) -> tuple[str, ...]:
     return FEATURES + tuple(f"companion_{number}" for number in range(2, companions + 1))
 
 
-def standardised(scores: np.ndarray) -> np.ndarray:
-    """Scores as z-scores over the catalog (what the fusion adds, and what features compare)."""
-    return (scores - float(scores.mean())) / max(float(scores.std()), 1e-9)
-
-
-def relative(scores: np.ndarray) -> np.ndarray:
-    """Scores over the best one."""
-    return scores / max(float(scores.max()), 1e-9)
-
-
-def named_first(scores: np.ndarray, named: np.ndarray) -> np.ndarray:
-    """`scores` (in place) with the tools the query names above all others; the tools left out
-    of a ranking (-inf) stay out."""
-    if len(named):
-        ranked = scores[np.isfinite(scores)]
-        scores[named] += ranked.max() - ranked.min() + 1.0
-    return scores
-
-
-def _top(scores: np.ndarray, count: int) -> np.ndarray:
-    if count >= len(scores):
-        return np.arange(len(scores))
-    return np.argpartition(-scores, count - 1)[:count]
-
-
 def candidates(signals: Signals) -> np.ndarray:
     """The tools worth re-ranking: the best by each signal, and the named ones (sorted positions)."""
     return np.unique(
         np.concatenate(
             [
-                _top(signals.fusion, CANDIDATES_BY_FUSION),
-                _top(signals.dense, CANDIDATES_BY_MODEL),
-                _top(signals.lexical, CANDIDATES_BY_LEXICAL),
+                best_positions(signals.fusion, CANDIDATES_BY_FUSION),
+                best_positions(signals.dense, CANDIDATES_BY_MODEL),
+                best_positions(signals.lexical, CANDIDATES_BY_LEXICAL),
                 # A companion that sat out the query has no best tools.
-                *(_top(each, CANDIDATES_BY_COMPANION) for each in signals.companions if each.any()),
+                *(best_positions(each, CANDIDATES_BY_COMPANION) for each in signals.companions if each.any()),
                 signals.named,
             ]
         ).astype(np.int64)

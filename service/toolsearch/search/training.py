@@ -1,5 +1,5 @@
-"""Training the learned ranking (`search.ranking`) on requests whose serving tools are known, and
-the abstention model (`search.abstention`) on those and on requests no tool serves.
+"""Training the learned ranking (`search.ranking`) on requests whose serving tools are known (the
+abstention model is trained on the same cross-fitting, in `search.abstention_training`).
 
 Given a hybrid index over a catalog (without a ranker) and training requests, `train_ranker`:
 
@@ -14,7 +14,7 @@ Given a hybrid index over a catalog (without a ranker) and training requests, `t
    weights learn how much an adapter helps on servers it has not seen, which is how the product
    meets a new catalog;
 4. refits the adapter on all requests for the shipped ranker;
-5. fits the abstention model (`train_abstainer`): the features of each servable request ranked by
+5. fits the abstention model (`search.abstention_training`): the features of each servable request ranked by
    weights and an adapter fitted without its server, and of each unservable request ranked by the
    ranker; a logistic regression, its threshold chosen on the servable requests of servers held
    out of its own fit (`held_out_abstention`).
@@ -28,6 +28,7 @@ the recorded catalog takes about 10 minutes once the catalog is embedded (six ad
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.resources
 from collections.abc import Iterable, Sequence
@@ -42,21 +43,15 @@ from threadpoolctl import threadpool_limits
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder
 from toolsearch.embedding.manifest import sha256_file
-from toolsearch.embedding.profile import Profile
-from toolsearch.evaluation import DEPTH, Outcome, Query, format_abstention, load_queries, summarize
 from toolsearch.naming import split_qualified_name
-from toolsearch.search.abstention import WRONG_ABSTENTIONS, Abstainer
 from toolsearch.search.build import profile_index
 from toolsearch.search.dictionaries import Dictionaries, digest_of
-from toolsearch.search.hybrid import HybridIndex, fused_scores
-from toolsearch.search.ranking import (
-    Ranker,
-    Signals,
-    candidates,
-    feature_rows,
-    initial_weights,
-    standardised,
-)
+from toolsearch.search.evaluation import DEPTH, Outcome, Query, load_queries
+from toolsearch.search.hybrid import HybridIndex
+from toolsearch.search.profile import Profile
+from toolsearch.search.ranking import Ranker, adapt, candidates, feature_rows, initial_weights
+from toolsearch.search.scoring import Fusion
+from toolsearch.search.signals import Signals, standardised
 from toolsearch.search.vectors import VectorCache
 
 FOLDS = 5
@@ -72,8 +67,6 @@ FUSION_PRIOR = 1.0
 temperature): where the fusion already ranks a request's gold tool first, the adapter has little
 left to learn from it. Chosen on the dev set (0.3 to 3 tried)."""
 MAX_ITERATIONS = 300
-ABSTENTION_L2 = 1.0
-"""Of the abstention model's logistic regression, over standardised features."""
 _TRAINING_THREADS = 2
 
 
@@ -183,12 +176,18 @@ def _fit_adapters(index: HybridIndex, chosen: Sequence[_Example]) -> tuple[np.nd
 
 def _cross_fitted(index: HybridIndex, chosen: Sequence[_Example], folds: np.ndarray) -> list[Signals]:
     """Each request's signals with its adapted similarities from an adapter fitted without its fold."""
-    adapted: dict[int, Signals] = {}
+    by_number: dict[int, Signals] = {}
     for fold in np.unique(folds):
         adapters = _fit_adapters(index, [e for e, f in zip(chosen, folds, strict=True) if f != fold])
         for number in map(int, np.flatnonzero(folds == fold)):
-            adapted[number] = index.adapted(chosen[number].signals, adapters)
-    return [adapted[number] for number in range(len(chosen))]
+            by_number[number] = adapted(index, chosen[number].signals, adapters)
+    return [by_number[number] for number in range(len(chosen))]
+
+
+def adapted(index: HybridIndex, signals: Signals, adapters: Sequence[np.ndarray]) -> Signals:
+    """`signals` with the first model's similarities to the request's vector moved by its adapter."""
+    moved = adapt(signals.vector, adapters[0])
+    return dataclasses.replace(signals, adapted_dense=index.semantic.similarities(moved))
 
 
 def _rows(
@@ -254,7 +253,7 @@ def train_ranker(
     )
 
 
-def _held_out_rankers(fitted: CrossFitted) -> dict[int, Ranker]:
+def held_out_rankers(fitted: CrossFitted) -> dict[int, Ranker]:
     """Per fold, a ranker of weights fitted on the other folds' requests (its adapters are in the
     cross-fitted signals)."""
     folds, rows = fitted.folds, fitted.rows
@@ -277,141 +276,12 @@ def cross_validate(
     fitted = fitted or cross_fitted(index, queries)
     names = index.lexical.tool_names
     fused, learned = [], []
-    for fold, ranker in _held_out_rankers(fitted).items():
+    for fold, ranker in held_out_rankers(fitted).items():
         for number in np.flatnonzero(fitted.folds == fold):
             query, each = fitted.examples[number].query, fitted.signals[number]
-            fused.append(_outcome(query, fused_scores(each), names))
+            fused.append(_outcome(query, Fusion().scores(each), names))
             learned.append(_outcome(query, ranker.scores(each, index.groups, index.one_word_names), names))
     return fused, learned
-
-
-@dataclass(frozen=True, slots=True)
-class AbstentionData:
-    """The abstention model's training rows: one per request that names no tool."""
-
-    queries: list[Query]
-    rows: np.ndarray
-    """`search.abstention.FEATURES` of each request."""
-    unservable: np.ndarray
-    folds: np.ndarray
-    """Servable requests by their server (`server_fold`), unservable ones by their family."""
-
-
-def abstention_data(
-    index: HybridIndex, ranker: Ranker, fitted: CrossFitted, unservable: Sequence[Query]
-) -> AbstentionData:
-    """Each servable training request's features as ranked by a ranker that did not see its server
-    (`fitted`'s signals, weights from the other folds), and each unservable request's as `ranker`
-    ranks it."""
-    queries, rows, folds = [], [], []
-    for fold, held_out in _held_out_rankers(fitted).items():
-        for number in map(int, np.flatnonzero(fitted.folds == fold)):
-            query, signals = fitted.examples[number].query, fitted.signals[number]
-            if not len(signals.named):
-                scores = held_out.scores(signals, index.groups, index.one_word_names)
-                queries.append(query)
-                rows.append(index.abstention_features(query.text, signals, scores))
-                folds.append(fold)
-    families = sorted({query.family for query in unservable})
-    for query in unservable:
-        signals = index.adapted(index.evidence(query.text).signals, ranker.adapters)
-        if not len(signals.named):
-            scores = ranker.scores(signals, index.groups, index.one_word_names)
-            queries.append(query)
-            rows.append(index.abstention_features(query.text, signals, scores))
-            folds.append(families.index(query.family) % FOLDS)
-    servable = len(queries) - sum(1 for query in queries if not query.gold)
-    is_unservable = np.arange(len(queries)) >= servable
-    return AbstentionData(queries, np.stack(rows), is_unservable, np.array(folds))
-
-
-def fit_abstention(
-    rows: np.ndarray, unservable: np.ndarray, l2: float = ABSTENTION_L2
-) -> tuple[np.ndarray, ...]:
-    """Centre, scale, weights and bias (a 1-array) of a logistic regression of `unservable` on the
-    standardised `rows`, both classes weighed alike, with an `l2` penalty on the weights."""
-    centre, scale = rows.mean(axis=0), np.maximum(rows.std(axis=0), 1e-9)
-    x = (rows - centre) / scale
-    y = unservable.astype(np.float64)
-    weight = np.where(unservable, 0.5 / max(y.mean(), 1e-9), 0.5 / max(1 - y.mean(), 1e-9)) / len(y)
-
-    def loss(parameters: np.ndarray) -> tuple[float, np.ndarray]:
-        margin = x @ parameters[:-1] + parameters[-1]
-        p = 1.0 / (1.0 + np.exp(-margin))
-        value = float(weight @ (np.logaddexp(0.0, margin) - y * margin))
-        residual = weight * (p - y)
-        gradient = np.append(x.T @ residual + l2 * parameters[:-1] / len(y), residual.sum())
-        return value + l2 * float(parameters[:-1] @ parameters[:-1]) / (2 * len(y)), gradient
-
-    start = np.zeros(x.shape[1] + 1)
-    result = scipy.optimize.minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": 500})
-    return centre, scale, result.x[:-1], result.x[-1:]
-
-
-def held_out_abstention(data: AbstentionData, l2: float = ABSTENTION_L2) -> np.ndarray:
-    """Each request's probability of being unservable by a model fitted without its fold (its
-    servers, or its family)."""
-    probabilities = np.zeros(len(data.rows))
-    for fold in np.unique(data.folds):
-        held = data.folds == fold
-        centre, scale, weights, bias = fit_abstention(data.rows[~held], data.unservable[~held], l2)
-        margin = ((data.rows[held] - centre) / scale) @ weights + bias[0]
-        probabilities[held] = 1.0 / (1.0 + np.exp(-margin))
-    return probabilities
-
-
-def abstention_threshold(servable: np.ndarray, wrong: float = WRONG_ABSTENTIONS) -> float:
-    """The probability above which at most `wrong` of these servable requests' are."""
-    ranked = np.sort(servable)[::-1]
-    return float(ranked[min(int(wrong * len(ranked)), len(ranked) - 1)])
-
-
-def held_out_report(data: AbstentionData, held_out: np.ndarray, threshold: float) -> str:
-    """What the abstention model abstains on at `threshold`, each request judged by a model fitted
-    without its fold (servers held out, family held out), overall, per language and per family."""
-    outcomes = [
-        Outcome(query, None, bool(probability > threshold), 0.0)
-        for query, probability in zip(data.queries, held_out, strict=True)
-    ]
-    return "\n".join(
-        ["abstention, servers and families held out:", *format_abstention(summarize(outcomes)["abstention"])]
-    )
-
-
-def train_abstainer(
-    index: HybridIndex,
-    ranker: Ranker,
-    fitted: CrossFitted,
-    unservable: Sequence[Query],
-    *,
-    training: dict[str, Any],
-) -> tuple[Abstainer, AbstentionData, np.ndarray]:
-    """The abstention model for `ranker` over `index`, its data and the held-out probabilities its
-    threshold was chosen on."""
-    data = abstention_data(index, ranker, fitted, unservable)
-    held_out = held_out_abstention(data)
-    threshold = abstention_threshold(held_out[~data.unservable])
-    centre, scale, weights, bias = fit_abstention(data.rows, data.unservable)
-    abstained = held_out > threshold
-    settings = {"l2": ABSTENTION_L2, "wrong_abstentions": WRONG_ABSTENTIONS, "folds": FOLDS}
-    figures = {
-        "servable": int((~data.unservable).sum()),
-        "unservable": int(data.unservable.sum()),
-        "held_out_abstained_on_unservable": round(float(abstained[data.unservable].mean()), 4),
-        "held_out_wrongly_abstained": round(float(abstained[~data.unservable].mean()), 4),
-    }
-    abstainer = Abstainer(
-        centre,
-        scale,
-        weights,
-        float(bias[0]),
-        threshold,
-        ranker.models,
-        ranker.dictionaries,
-        ranker.digest,
-        {**training, "settings": settings, **figures},
-    )
-    return abstainer, data, held_out
 
 
 def _outcome(query: Query, scores: np.ndarray, names: Sequence[str]) -> Outcome:
@@ -463,29 +333,11 @@ def train_profile_ranker(
     index = catalog_index(models, catalog, cache, dictionaries)
     queries = load_queries(queries_path)
     fingerprints = [model.fingerprint for model in models]
-    training = _data_digests(queries_path, catalog)
+    training = data_digests(queries_path, catalog)
     return train_ranker(index, queries, fingerprints=fingerprints, training=training), index, queries
 
 
-def train_profile_abstainer(
-    models: Sequence[Embedder],
-    ranker: Ranker,
-    queries_path: Path,
-    unservable_path: Path,
-    catalog: Path | None = None,
-    cache: VectorCache | None = None,
-    dictionaries: Dictionaries | None = None,
-) -> tuple[Abstainer, AbstentionData, np.ndarray]:
-    """The abstention model for a profile's `ranker`, trained on the requests of `queries_path` (a
-    tool serves each) and of `unservable_path` (none does) over the catalog file, with its data and
-    held-out probabilities (`train_abstainer`)."""
-    index = catalog_index(models, catalog, cache, dictionaries)
-    fitted = cross_fitted(index, load_queries(queries_path))
-    training = {**_data_digests(queries_path, catalog), "unservable_sha256": sha256_file(unservable_path)}
-    return train_abstainer(index, ranker, fitted, load_queries(unservable_path), training=training)
-
-
-def _data_digests(queries_path: Path, catalog: Path | None) -> dict[str, Any]:
+def data_digests(queries_path: Path, catalog: Path | None) -> dict[str, Any]:
     return {
         "queries_sha256": sha256_file(queries_path),
         "catalog_sha256": sha256_file(catalog or recorded_catalog_path()),
