@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any
 
 from cachetools import LRUCache
@@ -147,12 +148,13 @@ class CatalogService:
         clock: Callable[[], float] = time.time,
         telemetry: Telemetry | None = None,
         guard: ToolGuard | None = None,
+        work: Executor | None = None,
     ) -> None:
         self._telemetry = telemetry or Telemetry(use_environment=False)
         self._identifier = identifier or TokenIdentifier()
         self._ttl = ttl
         self._clock = clock
-        toolsets = Toolsets(index_builder, guard)
+        toolsets = Toolsets(index_builder, guard, work)
         self._listing = UpstreamListing(
             upstream,
             toolsets,

@@ -70,9 +70,11 @@ class UpstreamListing:
         shared = self._toolsets.get(catalog_digest(tools))  # callers with equal catalogs share one tuple
         if self._guard is not None:
             # A known catalog's flags are its toolset's; a new one's are found off the event loop.
-            flagged = (
-                shared.flagged if shared else (await asyncio.to_thread(self._guard.flags, tools)).reasons
-            )
+            if shared is not None:
+                flagged = shared.flagged
+            else:
+                loop = asyncio.get_running_loop()
+                flagged = (await loop.run_in_executor(self._toolsets.work, self._guard.flags, tools)).reasons
             with suppress(StoreUnavailable):  # pins are checked again at the next listing
                 await self._guard.review(identity.key, tools, flagged)
         logger.info(

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -110,6 +111,7 @@ class MetaTools:
         answer_chars: int = 1500,
         telemetry: SearchTelemetry | None = None,
         outcomes: Outcomes | None = None,
+        work: Executor | None = None,
     ) -> None:
         self._telemetry = telemetry or Telemetry(use_environment=False)
         self._outcomes = outcomes or SearchOutcomes.in_process(Telemetry(use_environment=False))
@@ -118,6 +120,8 @@ class MetaTools:
         self._policy = policy
         self._search_schemas = search_schemas
         self._answer_chars = answer_chars
+        self._work = work
+        """Where searches run, off the event loop (the proxy's threads; None: asyncio's default)."""
         self.definitions: list[dict[str, Any]] = definitions(max_batch_calls)
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
         # Validators are cached by schema content; the batch tool's schema depends on the settings.
@@ -198,7 +202,9 @@ class MetaTools:
                 started = time.perf_counter()
                 # A model may embed the query: off the event loop, so other callers are not held up.
                 # Twins are one entry: twice the hits leave room for the tools they stand beside.
-                hits = await asyncio.to_thread(catalog.hits, query, 2 * request.limit)
+                hits = await asyncio.get_running_loop().run_in_executor(
+                    self._work, catalog.hits, query, 2 * request.limit
+                )
                 self._telemetry.search_duration.record(elapsed(started))
             searches.append((query, hits))
         answer = search_answer(

@@ -1,7 +1,8 @@
 """The proxy's parts, wired from settings: upstream client -> catalogs -> meta-tools -> MCP server.
 
-What runs where: requests, and the backend's reads and writes, on the event loop; BM25F index
-builds and the disk's tool vectors on the proxy's `work` threads; catalog embeddings on the
+What runs where: requests, and the backend's reads and writes, on the event loop; searches,
+BM25F index builds, a new catalog's integrity flags and the disk's tool vectors on the proxy's
+`work` threads; catalog embeddings on the
 `EmbeddingWorker`'s thread (each model spreading a catalog's batches over its own workers), a
 request's further model runs on the worker's `query_runs`. `Proxy.aclose` ends all of them.
 """
@@ -54,7 +55,8 @@ class Proxy:
     """Where catalogs, tool vectors and search outcomes are kept (`toolsearch.backends`)."""
     indexes: IndexBuilder
     work: ThreadPoolExecutor
-    """The threads that build BM25F indexes and read and write tool vectors on disk."""
+    """The threads that search, build BM25F indexes, flag new catalogs and read and write tool
+    vectors on disk."""
     embedding: EmbeddingWorker | None = None
     """The thread that embeds catalogs for hybrid search (None without a model)."""
 
@@ -88,6 +90,7 @@ class Proxy:
             interner=interner,
             telemetry=telemetry,
             guard=_guard(settings, backend, telemetry),
+            work=work,
         )
         upstream.on_tools_changed = catalogs.tools_changed
         telemetry.observe_store_errors(lambda: backend.failures)
@@ -97,7 +100,7 @@ class Proxy:
             settings=settings,
             upstream=upstream,
             catalogs=catalogs,
-            server=_server(settings, catalogs, upstream, outcomes, telemetry),
+            server=_server(settings, catalogs, upstream, outcomes, telemetry, work),
             telemetry=telemetry,
             outcomes=outcomes,
             backend=backend,
@@ -131,6 +134,7 @@ def _server(
     upstream: UpstreamClient,
     outcomes: SearchOutcomes,
     telemetry: Telemetry,
+    work: ThreadPoolExecutor,
 ) -> McpServer:
     metatools = MetaTools(
         catalogs,
@@ -141,6 +145,7 @@ def _server(
         answer_chars=settings.search_answer_chars,
         telemetry=telemetry,
         outcomes=outcomes,
+        work=work,
     )
     return McpServer(
         metatools,

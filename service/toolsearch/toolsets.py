@@ -12,6 +12,7 @@ import asyncio
 import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor
 
 from toolsearch.backends.base import catalog_digest
 from toolsearch.integrity import CONFUSABLE_NAME, Integrity, integrity
@@ -77,9 +78,13 @@ class Toolsets:
     """One toolset (and index) per distinct catalog in this process, built once however many
     callers ask for it at the same time."""
 
-    def __init__(self, index_builder: IndexBuilder, guard: ToolGuard | None = None) -> None:
+    def __init__(
+        self, index_builder: IndexBuilder, guard: ToolGuard | None = None, work: Executor | None = None
+    ) -> None:
         self._build_index = index_builder
         self._guard = guard
+        self.work = work
+        """Where flags and toolsets are computed, off the event loop (None: asyncio's default)."""
         self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
         self._toolset_builds: SingleFlight[Toolset] = SingleFlight()
 
@@ -99,6 +104,8 @@ class Toolsets:
         # The index and the flags of a new catalog take a while: off the event loop.
         flags = self._guard.flags if self._guard is not None else integrity
         index = await self._build_index(tools)
-        toolset = await asyncio.to_thread(lambda: Toolset(tools, digest, index, flags(tools)))
+        toolset = await asyncio.get_running_loop().run_in_executor(
+            self.work, lambda: Toolset(tools, digest, index, flags(tools))
+        )
         self._toolsets[digest] = toolset
         return toolset
