@@ -1,8 +1,12 @@
 """A tool near the centre of its catalog but near no tool in it loses dense similarity; the tools with
 neighbours keep theirs."""
 
+from pathlib import Path
+
 import numpy as np
 
+from tests.embedding.tiny_models import write_model
+from toolsearch.embedding import load_model
 from toolsearch.search.isolation import (
     generality,
     isolation_penalty,
@@ -10,6 +14,8 @@ from toolsearch.search.isolation import (
     without_foreign_meaning,
 )
 from toolsearch.search.semantic import SemanticIndex
+from toolsearch.search.vectors import MemoryVectorCache
+from toolsearch.tool import Tool, ToolInterner
 
 
 def _clustered(jobs: int = 30, per_job: int = 8, dimensions: int = 64, seed: int = 1) -> np.ndarray:
@@ -81,3 +87,23 @@ def test_a_foreign_tool_gains_no_dense_evidence_and_a_poor_match_stays_poor() ->
 def test_without_foreign_tools_similarities_are_unchanged() -> None:
     similarities = np.array([0.9, 0.5], dtype=np.float32)
     assert without_foreign_meaning(similarities, np.zeros(2, dtype=bool)) is similarities
+
+
+_GERMAN_REQUESTS = (
+    "Dieses Werkzeug kann: Zeig mir die offenen Tickets in meinem Projekt. Erstelle eine neue Seite in "
+    "der Datenbank und schicke die Rechnung an den Kunden. Wie wird das Wetter morgen in der Stadt, und "
+    "welche Züge fahren heute Abend noch nach Berlin?"
+)
+
+
+def test_a_tool_written_in_another_language_than_its_catalog_is_known_to_the_dense_index(
+    slice_tools: list[Tool], tmp_path: Path
+) -> None:
+    write_model(tmp_path / "model")
+    foreign = ToolInterner().intern({"name": "acme_helper", "description": _GERMAN_REQUESTS})
+    tools = [*slice_tools, foreign]
+    index = SemanticIndex.build(tools, load_model(tmp_path / "model"), MemoryVectorCache(), words=False)
+    assert index.foreign.tolist() == [False] * len(slice_tools) + [True]
+    query = index.vectors[-1]
+    unbounded = query @ index.blended.T - index.penalty
+    assert np.isclose(index.similarities(query)[-1], min(unbounded[-1], unbounded.mean()))

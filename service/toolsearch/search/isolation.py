@@ -27,7 +27,7 @@ WEIGHT = 6.0
 """Cosine lost per cosine of distance past that range."""
 MIN_TOOLS = 100
 """A smaller catalog has too few tools to say what a usual neighbourhood is: no penalty."""
-_BLOCK_ROWS = 1024
+_BLOCK_ROWS = 512
 """Tools compared with the whole catalog at once: bounds the similarity block's memory."""
 
 
