@@ -209,3 +209,21 @@ def _opens_with_sentence(description: str) -> bool:
 def tool_documents(tools: Sequence[Tool]) -> list[ToolDocument]:
     analysed: dict[str, np.ndarray] = {}
     return [tool_document(tool, analysed) for tool in tools]
+
+
+def foreign_tools(documents: Sequence[ToolDocument]) -> np.ndarray:
+    """Per tool, whether its text is written in another language than the catalog's (the language
+    most of its tools whose language can be told are written in). Such a tool's prose (title,
+    description, parameter descriptions) is not searched (`LexicalIndex`): requests in its
+    language would match it alone, since no tool of the catalog has their words, and those words
+    would then not be translated into the catalog's (`HybridIndex` translates only words no tool
+    has). Nor does its meaning count above the catalog's mean (`SemanticIndex`): the models match
+    a text's meaning in any language, so a bag of requests in another language would otherwise
+    match each of them. It is still found by its name and parameters."""
+    languages = np.array([document.language for document in documents], dtype=object)
+    told = languages[languages != ""]
+    if not len(told):
+        return np.zeros(len(documents), dtype=bool)
+    values, counts = np.unique(told, return_counts=True)
+    foreign: np.ndarray = (languages != "") & (languages != values[np.argmax(counts)])
+    return foreign

@@ -27,7 +27,7 @@ import scipy.sparse
 
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
-from toolsearch.search.documents import FIELDS, VOCABULARY, ToolDocument, tool_documents
+from toolsearch.search.documents import FIELDS, VOCABULARY, ToolDocument, foreign_tools, tool_documents
 from toolsearch.search.selection import best_hits, named_first
 from toolsearch.search.sentences import combined, sentences
 from toolsearch.tool import Tool
@@ -110,22 +110,6 @@ _PROSE_FIELDS = [
 ]
 
 
-def _foreign(documents: Sequence[ToolDocument]) -> np.ndarray:
-    """Per tool, whether its text is written in another language than the catalog's (the language
-    most of its tools whose language can be told are written in). Such a tool's prose (title,
-    description, parameter descriptions) is not searched: requests in its language would match
-    it alone, since no tool of the catalog has their words, and those words would then not be
-    translated into the catalog's (`HybridIndex` translates only words no tool has). It is still
-    found by its name and parameters, and by meaning."""
-    languages = np.array([document.language for document in documents], dtype=object)
-    told = languages[languages != ""]
-    if not len(told):
-        return np.zeros(len(documents), dtype=bool)
-    values, counts = np.unique(told, return_counts=True)
-    foreign: np.ndarray = (languages != "") & (languages != values[np.argmax(counts)])
-    return foreign
-
-
 UNSUPPORTED_NAME_WEIGHT = 0.5
 _NAME = FIELDS.index("name")
 _SUPPORT_FIELDS = [FIELDS.index(field) for field in ("title", "description", "parameter_names")]
@@ -193,7 +177,7 @@ class LexicalIndex:
         # One entry per term occurrence, in document order, then field order.
         rows = np.repeat(np.repeat(np.arange(size), field_count), lengths.ravel())
         fields = np.repeat(np.tile(np.arange(field_count), size), lengths.ravel())
-        foreign = _foreign(documents)
+        foreign = foreign_tools(documents)
         if foreign.any():
             kept = ~(foreign[rows] & np.isin(fields, _PROSE_FIELDS))
             all_ids, rows, fields = all_ids[kept], rows[kept], fields[kept]

@@ -32,7 +32,8 @@ import numpy as np
 from toolsearch.embedding import Embedder
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import stopwords
-from toolsearch.search.documents import tool_fields
+from toolsearch.search.documents import foreign_tools, tool_documents, tool_fields
+from toolsearch.search.isolation import isolation_penalty, without_foreign_meaning
 from toolsearch.search.text import split_words
 from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool
@@ -156,15 +157,21 @@ class SemanticIndex:
         description_vectors: np.ndarray,
         words: Sequence[str],
         word_vectors: np.ndarray,
+        foreign: np.ndarray | None = None,
     ) -> None:
         """`vectors` and `description_vectors`: one L2-normalised float32 row per tool, in catalog
-        order, of its `passage` and its `description_passage`."""
+        order, of its `passage` and its `description_passage`; `foreign`: whether each is written in
+        another language than the catalog's (`documents.foreign_tools`; none by default)."""
         self.vectors = vectors
         """Each tool's `passage`."""
         self.blended = (1.0 - DESCRIPTION_SHARE) * vectors + DESCRIPTION_SHARE * description_vectors
         """One row per tool whose product with a query vector is its similarity by both passages:
         a search reads one matrix per model, not two (reading them is most of its cost, once the
         query is embedded)."""
+        # Search integrity (`search.isolation`): what text that describes no one job can gain.
+        self.penalty = isolation_penalty(self.blended)
+        """What each tool's similarity loses for being general (near every job, near no tool)."""
+        self.foreign = np.zeros(len(vectors), dtype=bool) if foreign is None else foreign
         self.words = tuple(words)
         self.word_vectors = word_vectors
         """One row per word of `words`."""
@@ -186,6 +193,7 @@ class SemanticIndex:
             _matrix([described[tool.digest] for tool in tools], dimensions),
             vocabulary,
             _matrix([word_vectors[word] for word in vocabulary], dimensions),
+            foreign_tools(tool_documents(tools)),
         )
 
     def __len__(self) -> int:
@@ -194,8 +202,8 @@ class SemanticIndex:
     def similarities(self, query_vectors: np.ndarray) -> np.ndarray:
         """Every tool's similarity by both its passages to a (normalised) query vector, or to each
         row of several, one row each, in one pass over the tools."""
-        similarities: np.ndarray = query_vectors @ self.blended.T
-        return similarities
+        similarities: np.ndarray = query_vectors @ self.blended.T - self.penalty
+        return without_foreign_meaning(similarities, self.foreign)
 
     def passage_cosine(self, position: int, query_vector: np.ndarray) -> float:
         """The cosine of the tool at `position`'s `passage` to the query vector."""

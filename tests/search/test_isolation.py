@@ -1,0 +1,109 @@
+"""A tool near the centre of its catalog but near no tool in it loses dense similarity; the tools with
+neighbours keep theirs."""
+
+from pathlib import Path
+
+import numpy as np
+
+from tests.embedding.tiny_models import write_model
+from toolsearch.embedding import load_model
+from toolsearch.search.isolation import (
+    generality,
+    isolation_penalty,
+    neighbour_similarity,
+    without_foreign_meaning,
+)
+from toolsearch.search.semantic import SemanticIndex
+from toolsearch.search.vectors import MemoryVectorCache
+from toolsearch.tool import Tool, ToolInterner
+
+
+def _clustered(jobs: int = 30, per_job: int = 8, dimensions: int = 64, seed: int = 1) -> np.ndarray:
+    """Unit rows in `jobs` tight groups: the same job written by several servers."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(jobs, dimensions))
+    rows = np.repeat(centres, per_job, axis=0) + 0.2 * rng.normal(size=(jobs * per_job, dimensions))
+    unit: np.ndarray = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+def _with_outlier(rows: np.ndarray) -> np.ndarray:
+    """`rows` and one more row between every group: the mean of them all (a text of every job)."""
+    between = rows.mean(axis=0)
+    return np.vstack([rows, between / np.linalg.norm(between)]).astype(np.float32)
+
+
+def test_a_tool_is_not_its_own_neighbour() -> None:
+    rows = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    assert neighbour_similarity(rows, 1).tolist() == [1.0, 1.0, 0.0]
+
+
+def test_neighbour_similarity_is_the_mean_cosine_to_the_nearest_other_tools() -> None:
+    rows = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 2.0]], dtype=np.float32)
+    assert np.allclose(neighbour_similarity(rows, 2), [0.3, 0.7, 0.4])
+
+
+def test_a_text_at_the_catalogs_centre_is_more_general_than_every_tool_with_neighbours() -> None:
+    value = generality(_with_outlier(_clustered()))
+    assert value[-1] > value[:-1].max()
+
+
+def test_a_tool_between_every_job_loses_similarity_and_the_tools_with_neighbours_keep_theirs() -> None:
+    penalty = isolation_penalty(_with_outlier(_clustered()), spreads=3.0, weight=1.0)
+    assert penalty[-1] > 0
+    assert (penalty[:-1] == 0).mean() > 0.97
+
+
+def test_the_penalty_is_the_weighted_distance_past_the_catalogs_usual_range() -> None:
+    rows = _with_outlier(_clustered())
+    once = isolation_penalty(rows, spreads=3.0, weight=1.0)
+    assert np.allclose(isolation_penalty(rows, spreads=3.0, weight=2.5), 2.5 * once)
+    assert isolation_penalty(rows, spreads=6.0, weight=1.0)[-1] < once[-1]
+
+
+def test_a_small_catalog_is_not_judged() -> None:
+    rows = _with_outlier(_clustered(jobs=5, per_job=4))
+    assert not isolation_penalty(rows, min_tools=100).any()
+
+
+def test_dense_similarity_loses_the_penalty() -> None:
+    rows = _with_outlier(_clustered())
+    index = SemanticIndex(rows, rows, [], np.zeros((0, rows.shape[1]), dtype=np.float32))
+    query = rows[-1]
+    assert np.allclose(index.similarities(query), rows @ query - isolation_penalty(rows), atol=1e-5)
+    assert index.penalty[-1] > 0
+
+
+def test_a_foreign_tool_gains_no_dense_evidence_and_a_poor_match_stays_poor() -> None:
+    similarities = np.array([[0.9, 0.5, 0.1, 0.8], [0.2, 0.9, 0.3, 0.1]], dtype=np.float32)
+    foreign = np.array([True, False, True, False])
+    bounded = without_foreign_meaning(similarities, foreign)
+    means = similarities.mean(axis=1)
+    assert np.allclose(bounded[:, 0], [means[0], 0.2])
+    assert np.allclose(bounded[:, 2], [0.1, 0.3])
+    assert np.array_equal(bounded[:, [1, 3]], similarities[:, [1, 3]])
+
+
+def test_without_foreign_tools_similarities_are_unchanged() -> None:
+    similarities = np.array([0.9, 0.5], dtype=np.float32)
+    assert without_foreign_meaning(similarities, np.zeros(2, dtype=bool)) is similarities
+
+
+_GERMAN_REQUESTS = (
+    "Dieses Werkzeug kann: Zeig mir die offenen Tickets in meinem Projekt. Erstelle eine neue Seite in "
+    "der Datenbank und schicke die Rechnung an den Kunden. Wie wird das Wetter morgen in der Stadt, und "
+    "welche Züge fahren heute Abend noch nach Berlin?"
+)
+
+
+def test_a_tool_written_in_another_language_than_its_catalog_is_known_to_the_dense_index(
+    slice_tools: list[Tool], tmp_path: Path
+) -> None:
+    write_model(tmp_path / "model")
+    foreign = ToolInterner().intern({"name": "acme_helper", "description": _GERMAN_REQUESTS})
+    tools = [*slice_tools, foreign]
+    index = SemanticIndex.build(tools, load_model(tmp_path / "model"), MemoryVectorCache(), words=False)
+    assert index.foreign.tolist() == [False] * len(slice_tools) + [True]
+    query = index.vectors[-1]
+    unbounded = query @ index.blended.T - index.penalty
+    assert np.isclose(index.similarities(query)[-1], min(unbounded[-1], unbounded.mean()))
