@@ -57,7 +57,9 @@ class UpstreamClient:
         self._max_pages = max_pages
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            # An idle connection is dropped before the common 5 s server idle timeout (uvicorn's,
+            # Node's): reusing one the server is closing at that moment fails the request.
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=4.0),
             follow_redirects=False,
             headers={"User-Agent": f"toolsearch/{__version__}"},
         )
