@@ -6,10 +6,11 @@ import gc
 import weakref
 from typing import Any
 
+import numpy as np
 import pytest
 
-from toolsearch.search import text
-from toolsearch.search.documents import text_language, tool_document, tool_fields
+from toolsearch.search import documents, text
+from toolsearch.search.documents import text_language, tool_documents, tool_fields
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import Tool, ToolInterner
 
@@ -98,7 +99,7 @@ def test_equal_definitions_share_one_analysed_document() -> None:
     first = ToolInterner().intern(definition)
     second = ToolInterner().intern(dict(definition))
     assert first is not second
-    assert tool_document(first) is tool_document(second)
+    assert tool_documents([first]) == tool_documents([second])
 
 
 def test_an_index_of_tools_seen_before_tokenises_nothing(
@@ -145,11 +146,71 @@ def test_a_text_that_several_new_tools_share_is_analysed_once(monkeypatch: pytes
 def test_a_document_is_kept_while_an_index_holds_it_and_no_longer() -> None:
     tool = ToolInterner().intern({"name": "demo_transient", "description": "Seen once, then gone."})
     index = LexicalIndex.build([tool])
-    document = weakref.ref(tool_document(tool))
+    document = weakref.ref(tool_documents([tool])[0])
     assert document() is not None
     del index
     gc.collect()
     assert document() is None
+
+
+def _catalog(prefix: str, size: int) -> list[Tool]:
+    """`size` tools whose words no other catalog has."""
+    interner = ToolInterner()
+    return [
+        interner.intern(
+            {"name": f"{prefix}_tool{n}", "description": f"Runs {prefix}job{n} on {prefix}host{n}."}
+        )
+        for n in range(size)
+    ]
+
+
+def test_the_current_vocabulary_holds_at_most_its_bound_and_one_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(documents, "MAX_VOCABULARY_TERMS", 40)
+    vocabularies = set()
+    for catalog in range(20):
+        found = tool_documents(_catalog(f"upstream{catalog}", 5))
+        catalog_terms = len(
+            np.unique(np.concatenate([field for document in found for field in document.fields]))
+        )
+        vocabulary = found[0].vocabulary
+        assert all(document.vocabulary is vocabulary for document in found)
+        assert len(vocabulary) <= 40 + catalog_terms
+        vocabularies.add(id(vocabulary))
+    assert len(vocabularies) > 1
+
+
+def test_a_document_of_an_older_vocabulary_is_analysed_again_in_the_current(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tools = _catalog("reanalysed", 3)
+    first = tool_documents(tools)
+    monkeypatch.setattr(documents, "MAX_VOCABULARY_TERMS", 0)
+    second = tool_documents(tools)
+    assert second[0].vocabulary is not first[0].vocabulary
+    assert all(document.vocabulary is second[0].vocabulary for document in second)
+    assert [second[0].vocabulary.terms(field) for field in second[0].fields] == [
+        first[0].vocabulary.terms(field) for field in first[0].fields
+    ]
+
+
+def test_an_old_vocabulary_is_freed_once_its_index_and_documents_are_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tools = _catalog("freed", 3)
+    monkeypatch.setattr(documents, "MAX_VOCABULARY_TERMS", 0)
+    vocabulary = weakref.ref(tool_documents(tools)[0].vocabulary)  # a new one, of these tools alone
+    monkeypatch.setattr(documents, "MAX_VOCABULARY_TERMS", 1_000)
+    index = LexicalIndex.build(tools)
+    monkeypatch.setattr(documents, "MAX_VOCABULARY_TERMS", 0)
+    assert tool_documents(_catalog("later", 3))[0].vocabulary is not vocabulary()
+    gc.collect()
+    assert vocabulary() is not None  # the index still refers to it
+    assert [hit.position for hit in index.search("freedjob1", 1)] == [1]
+    del index
+    gc.collect()
+    assert vocabulary() is None
 
 
 def test_a_texts_language_is_told_by_most_of_its_runs_of_ten_words() -> None:

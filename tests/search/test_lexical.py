@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from toolsearch.search import documents
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import Tool, ToolInterner
 
@@ -184,3 +185,16 @@ def test_a_catalog_written_in_one_other_language_is_searched_by_its_prose() -> N
     ]
     index = LexicalIndex.build(tools)
     assert _top(index, tools, "Gewitter und Hitze", 1) == ["wetter_vorhersage"]
+
+
+def test_an_index_built_before_the_vocabulary_is_renewed_still_searches_as_before(
+    slice_tools: list[Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = ["merge the pull request once checks pass", "lock my password vault", "pod logs"]
+    before = LexicalIndex.build(slice_tools)
+    expected = [[(hit.position, hit.score) for hit in before.search(query, 5)] for query in queries]
+    monkeypatch.setattr(documents, "MAX_VOCABULARY_TERMS", 0)  # each catalog starts a new vocabulary
+    after = LexicalIndex.build(slice_tools)
+    for query, hits in zip(queries, expected, strict=True):
+        assert [(hit.position, hit.score) for hit in before.search(query, 5)] == hits
+        assert [(hit.position, hit.score) for hit in after.search(query, 5)] == hits

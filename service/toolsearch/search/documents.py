@@ -1,8 +1,9 @@
 """What text a tool contributes to search, as weighted fields, analysed once per distinct tool.
 
-A tool's document is its fields' terms as ids of one process-wide vocabulary. Documents are
-cached by `Tool.digest` for as long as any index (or anyone else) holds them, so an index for a
-catalog whose tools were seen before re-tokenises nothing: it only gathers arrays.
+A tool's document is its fields' terms as ids of a vocabulary shared by the process until it is
+full (`MAX_VOCABULARY_TERMS`). Documents are cached by `Tool.digest` for as long as any index (or
+anyone else) holds them, so an index for a catalog whose tools were seen before in the current
+vocabulary re-tokenises nothing: it only gathers arrays.
 """
 
 from __future__ import annotations
@@ -98,18 +99,27 @@ def _tool_fields(tool: Tool) -> dict[str, str]:
     return {field: value[:_MAX_FIELD_CHARS] for field, value in fields.items()}
 
 
-class _Vocabulary:
-    """Term <-> id for every term of every tool this process has analysed.
+MAX_VOCABULARY_TERMS = 500_000
+"""Terms of one vocabulary before the next catalog starts a new one (see docs/limits.md). The 5,190
+recorded tools have about 12,000 distinct terms."""
 
-    Ids let an index be assembled from cached documents with array operations only. Like an
-    intern table it never shrinks: it grows with the distinct terms of all tools ever seen (about
-    12,000 for the 5,190 recorded tools).
+
+class Vocabulary:
+    """Term <-> id for the terms of the tools analysed while it was the current vocabulary.
+
+    Ids let an index be assembled from cached documents with array operations only. It grows with
+    the distinct terms it is given; past `MAX_VOCABULARY_TERMS` the next catalog starts a new one
+    (`tool_documents`), so upstreams publishing ever new words cannot grow it without end. An old
+    one lives on while a document or an index refers to it.
     """
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._terms: list[str] = []
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._terms)
 
     def add(self, terms: Sequence[str]) -> np.ndarray:
         with self._lock:
@@ -126,14 +136,27 @@ class _Vocabulary:
         return self._ids.get(term)
 
 
-VOCABULARY = _Vocabulary()
+_vocabulary = Vocabulary()
+_vocabulary_lock = threading.Lock()
+
+
+def _current_vocabulary() -> Vocabulary:
+    """The vocabulary a new catalog's documents go in: a new one once the current is full. A
+    catalog may take it past the bound; the next one starts afresh."""
+    global _vocabulary
+    with _vocabulary_lock:
+        if len(_vocabulary) >= MAX_VOCABULARY_TERMS:
+            _vocabulary = Vocabulary()
+        return _vocabulary
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class ToolDocument:
     digest: str
+    vocabulary: Vocabulary
+    """The vocabulary its ids are of."""
     fields: tuple[np.ndarray, ...]
-    """Per field of `FIELDS`: vocabulary ids of its terms, repeated as often as they occur."""
+    """Per field of `FIELDS`: ids of its terms in `vocabulary`, repeated as often as they occur."""
     language: str = ""
     """The language its title and description are written in (`text_language`); "" when too short
     to say."""
@@ -143,29 +166,33 @@ _documents: weakref.WeakValueDictionary[str, ToolDocument] = weakref.WeakValueDi
 _documents_lock = threading.Lock()
 
 
-def tool_document(tool: Tool, analysed: dict[str, np.ndarray] | None = None) -> ToolDocument:
-    """The analysed document of `tool`, shared by every caller of a tool with this digest.
-    `analysed` holds the terms of field texts met before (tools of one server share its name,
-    and many their titles or parameters): each text is analysed once."""
+def _tool_document(tool: Tool, vocabulary: Vocabulary, analysed: dict[str, np.ndarray]) -> ToolDocument:
+    """The analysed document of `tool` in `vocabulary`, shared by every caller of a tool with this
+    digest. `analysed` holds the ids of field texts met before (tools of one server share its
+    name, and many their titles or parameters): each text is analysed once."""
     document = _documents.get(tool.digest)
-    if document is not None:
+    if document is not None and document.vocabulary is vocabulary:
         return document
-    analysed = {} if analysed is None else analysed
     fields = dict(tool_fields(tool))
     if not _opens_with_sentence(fields["description"]):
         fields["summary"] = ""
     for value in fields.values():
         if value not in analysed:
-            ids = analysed[value] = VOCABULARY.add(text.terms(value))
+            ids = analysed[value] = vocabulary.add(text.terms(value))
             ids.flags.writeable = False  # shared by every document with this text
     document = ToolDocument(
         digest=tool.digest,
+        vocabulary=vocabulary,
         fields=tuple(analysed[fields[field]] for field in FIELDS),
         language=text_language(f"{fields['title']} {fields['description']}"),
     )
     with _documents_lock:
-        # Another thread may have analysed the same tool meanwhile: keep one copy.
-        return _documents.setdefault(tool.digest, document)
+        # Another thread may have analysed the same tool meanwhile: keep one copy per vocabulary.
+        cached = _documents.get(tool.digest)
+        if cached is not None and cached.vocabulary is vocabulary:
+            return cached
+        _documents[tool.digest] = document
+        return document
 
 
 _LANGUAGE_CHUNK_WORDS = 10
@@ -207,8 +234,11 @@ def _opens_with_sentence(description: str) -> bool:
 
 
 def tool_documents(tools: Sequence[Tool]) -> list[ToolDocument]:
+    """The documents of `tools`, all in one vocabulary (the current one): a document cached in an
+    older vocabulary is analysed again."""
+    vocabulary = _current_vocabulary()
     analysed: dict[str, np.ndarray] = {}
-    return [tool_document(tool, analysed) for tool in tools]
+    return [_tool_document(tool, vocabulary, analysed) for tool in tools]
 
 
 def foreign_tools(documents: Sequence[ToolDocument]) -> np.ndarray:

@@ -27,7 +27,7 @@ import scipy.sparse
 
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
-from toolsearch.search.documents import FIELDS, VOCABULARY, ToolDocument, foreign_tools, tool_documents
+from toolsearch.search.documents import FIELDS, ToolDocument, Vocabulary, foreign_tools, tool_documents
 from toolsearch.search.selection import best_hits, named_first
 from toolsearch.search.sentences import combined, sentences
 from toolsearch.tool import Tool
@@ -146,6 +146,8 @@ class LexicalIndex:
         """The qualified name of each tool, by position."""
         self._documents = tuple(documents)
         """Held so that the documents stay cached for as long as the catalog is in use."""
+        self._vocabulary = documents[0].vocabulary if documents else Vocabulary()
+        """The vocabulary of its documents' ids (one for all: `tool_documents`)."""
         self._size = len(self._documents)
         self._tool_weights = tool_weights
         """Tool x term BM25F weight, by column: a query adds up its terms' columns."""
@@ -155,7 +157,7 @@ class LexicalIndex:
         """Row of each tool's server; one past the last for tools without a server."""
         self._names = names
         """Name key -> positions of tools with that qualified or bare name."""
-        terms = VOCABULARY.terms(term_ids)
+        terms = self._vocabulary.terms(term_ids)
         order = sorted(range(len(terms)), key=terms.__getitem__)
         self._sorted_terms = [terms[column] for column in order]
         self._sorted_columns = order
@@ -229,7 +231,7 @@ class LexicalIndex:
         return self._size
 
     def _column(self, term: str) -> int | None:
-        term_id = VOCABULARY.get(term)
+        term_id = self._vocabulary.get(term)
         return None if term_id is None else self._column_of_term.get(term_id)
 
     def _prefix_columns(self, word: str) -> list[int]:
