@@ -8,10 +8,10 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolsearch.commands import Subparsers, command_parser
 from toolsearch.search.evaluation import (
-    Mode,
     QueryFileError,
     format_report,
     load_queries,
@@ -19,6 +19,9 @@ from toolsearch.search.evaluation import (
     run_queries,
     summarize,
 )
+
+if TYPE_CHECKING:
+    from toolsearch.search.build import Mode
 
 _DESCRIPTION = (
     "Rank every query of a query set over a catalog file and print recall@1/5/10 and "

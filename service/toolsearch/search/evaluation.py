@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +24,6 @@ from toolsearch.search import SearchHit
 
 CUTOFFS = (1, 5, 10)
 DEPTH = max(CUTOFFS)
-Mode = Literal["bm25", "dense", "hybrid"]
 Search = Callable[[str, int], list[SearchHit]]
 
 
