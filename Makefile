@@ -44,12 +44,14 @@ test: $(BIN)/toolsearch system-packages node-packages
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 check: $(BIN)/toolsearch
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q --fast
 
 bench: $(BIN)/toolsearch

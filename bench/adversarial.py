@@ -35,9 +35,9 @@ from bench.options import Options, profiles_note
 from bench.processes import split_serve_flags
 from bench.report import RESULTS_DIR, Floor, Section, Table
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.integrity import MAX_DEMOTED, flagged_last, integrity
+from toolsearch.integrity.flags import MAX_DEMOTED, flagged_last, integrity
 from toolsearch.search import SearchIndex
-from toolsearch.search.evaluation import Query, load_queries
+from toolsearch.search.offline.evaluation import Query, load_queries
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 

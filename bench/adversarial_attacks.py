@@ -36,9 +36,9 @@ from functools import cached_property
 from typing import Any, Literal
 
 from toolsearch.naming import split_qualified_name
-from toolsearch.search.evaluation import load_queries
+from toolsearch.search.offline.evaluation import load_queries
+from toolsearch.search.offline.training import training_queries_path
 from toolsearch.search.stopwords import ENGLISH
-from toolsearch.search.training import training_queries_path
 
 Side = Literal["development", "held-out"]
 SIDES: tuple[Side, ...] = ("development", "held-out")

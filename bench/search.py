@@ -33,8 +33,7 @@ from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding.embedder import usable_cores
 from toolsearch.search import SearchIndex
 from toolsearch.search.build import query_runs
-from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
-from toolsearch.search.inspection import DenseIndex
+from toolsearch.search.hybrid import Companion, DenseIndex, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.profile import Profile, load_profile
 from toolsearch.search.semantic import SemanticIndex

@@ -37,10 +37,10 @@ _CACHE_BYTES = 4 * 2**30
 def _searcher(model_dir: str, tools: int, cache_dir: str) -> None:
     """The process of one tree: index, say so, then answer each line of queries with their
     first-time and cached latencies."""
+    from toolsearch.backends.disk_vectors import DiskVectorCache
     from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
     from toolsearch.search.build import profile_index
     from toolsearch.search.profile import load_profile
-    from toolsearch.search.vectors import DiskVectorCache
 
     profile = load_profile(model_dir.split(","))
     catalog = load_catalog_tools(recorded_catalog_path())[:tools]

@@ -13,9 +13,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from toolsearch.app import create_app
 from toolsearch.settings import Settings
 from toolsearch.testing import DemoUpstream, bearer_visibility, recorded_tools, serve_app
+from toolsearch.transport.http import create_app
 
 pytest_plugins = ["tests.support.fast_tier"]
 

@@ -11,7 +11,11 @@ import pytest
 
 from bench.stats import dev_queries
 from tests.conftest import call_json, call_text, connect, running_proxy, running_upstream
-from toolsearch.answer import (
+from toolsearch.backends.base import CatalogRecord, catalog_digest
+from toolsearch.catalog.service import Catalog
+from toolsearch.catalog.toolsets import Toolset
+from toolsearch.catalog.twins import twin_groups
+from toolsearch.metatools.answer import (
     LEADER_CHARS,
     LINE_CHARS,
     NEAREST,
@@ -21,17 +25,13 @@ from toolsearch.answer import (
     answer_budget,
     search_answer,
 )
-from toolsearch.backends.base import CatalogRecord, catalog_digest
-from toolsearch.catalog import Catalog
-from toolsearch.compact_schemas import compact_schema
-from toolsearch.descriptions import cut_text
-from toolsearch.policy import ToolPolicy
+from toolsearch.metatools.compact_schemas import compact_schema
+from toolsearch.metatools.descriptions import cut_text
+from toolsearch.metatools.policy import ToolPolicy
 from toolsearch.search import SearchHit
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.testing import recorded_tools
 from toolsearch.tool import ToolInterner
-from toolsearch.toolsets import Toolset
-from toolsearch.twins import twin_groups
 
 SEND = {
     "name": "mail_send",

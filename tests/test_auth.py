@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import running_proxy
 from tests.support.upstream import INITIALIZE, modern_request
-from toolsearch.oauth import challenge_for, metadata_url, public_resource
+from toolsearch.mcp.oauth import challenge_for, metadata_url, public_resource
 
 
 def test_upstream_401_reaches_the_client_pointing_at_the_proxys_resource_metadata(

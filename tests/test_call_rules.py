@@ -9,7 +9,10 @@ import orjson
 import pytest
 
 from tests.support.catalogs import CLOCK_AND_NOTES, ZONE, lexical_catalog
-from toolsearch.call_rules import (
+from toolsearch.catalog.service import Catalog
+from toolsearch.mcp.errors import InputNotRelayed, UpstreamError, UpstreamRpcError
+from toolsearch.mcp.jsonrpc import INVALID_PARAMS
+from toolsearch.metatools.call_rules import (
     MAX_QUERY_CHARS,
     SearchRequest,
     as_arguments,
@@ -24,10 +27,7 @@ from toolsearch.call_rules import (
     upstream_failure,
     with_parsed_arguments,
 )
-from toolsearch.catalog import Catalog
-from toolsearch.errors import InputNotRelayed, UpstreamError, UpstreamRpcError
-from toolsearch.jsonrpc import INVALID_PARAMS
-from toolsearch.policy import ToolPolicy
+from toolsearch.metatools.policy import ToolPolicy
 
 WIDGET = {
     "name": "clock_widget",

@@ -73,8 +73,8 @@ async def test_a_stale_catalog_keeps_serving_while_one_background_listing_replac
 
 async def test_callers_with_the_same_tools_share_one_copy_of_them(catalog_tools) -> None:
     with running_upstream(catalog_tools) as (url, _):
-        from toolsearch.app import create_app
         from toolsearch.settings import Settings
+        from toolsearch.transport.http import create_app
 
         app = create_app(Settings(upstream=url))
         with serve_app(app) as base:

@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from tests.support.catalogs import lexical_catalog
-from toolsearch.definitions import (
+from toolsearch.metatools.definitions import (
     CALL_READ,
     CALL_READ_BATCH,
     CALL_WRITE,
@@ -16,7 +16,7 @@ from toolsearch.definitions import (
     definitions,
     listed_tools,
 )
-from toolsearch.policy import ToolPolicy
+from toolsearch.metatools.policy import ToolPolicy
 
 OBJECT = {"type": "object"}
 DEFINITIONS = [

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import call_json, call_text, connect, running_proxy, running_upstream
-from toolsearch.integrity import flagged_last, integrity
+from toolsearch.integrity.flags import flagged_last, integrity
+from toolsearch.integrity.skeletons import foreign_characters, lookalike_note, name_skeleton
+from toolsearch.integrity.suspicious_text import text_reasons
+from toolsearch.integrity.tool_guard import Approvals
 from toolsearch.search import SearchHit
-from toolsearch.skeletons import foreign_characters, lookalike_note, name_skeleton
-from toolsearch.suspicious_text import text_reasons
 from toolsearch.tool import ToolInterner, tool_digest
-from toolsearch.tool_guard import Approvals
 
 TOKEN = "token-integrity"
 SECRET_QUERY = "reconcile the quarterly ledger export"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolsearch.jsonrpc import (
+from toolsearch.mcp.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,

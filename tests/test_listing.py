@@ -7,7 +7,7 @@ import json
 import httpx
 
 from tests.conftest import TOKEN_X, TOKEN_Y, UPSTREAM_INSTRUCTIONS, connect, running_proxy, running_upstream
-from toolsearch.definitions import SEARCH, servers_note
+from toolsearch.metatools.definitions import SEARCH, servers_note
 from toolsearch.testing import recorded_tools
 
 META_TOOLS = ["search_tools", "describe_tool", "call_read_tool", "call_read_tools", "call_write_tool"]

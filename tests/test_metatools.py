@@ -10,13 +10,13 @@ import orjson
 import pytest
 
 from tests.support.catalogs import CLOCK_AND_NOTES, ZONE, lexical_catalog
-from toolsearch.caller import CallerHeaders, CallerInput
-from toolsearch.catalog import Catalog
-from toolsearch.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
-from toolsearch.jsonrpc import INVALID_PARAMS, JsonRpcError
-from toolsearch.metatools import MetaTools
-from toolsearch.policy import ToolPolicy
+from toolsearch.catalog.service import Catalog
+from toolsearch.mcp.caller import CallerHeaders, CallerInput
+from toolsearch.mcp.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.mcp.jsonrpc import INVALID_PARAMS, JsonRpcError
+from toolsearch.metatools.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
+from toolsearch.metatools.policy import ToolPolicy
+from toolsearch.metatools.service import MetaTools
 
 CALLER = CallerHeaders(authorization="Bearer t")
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from toolsearch.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError
-from toolsearch.mcp_headers import (
+from toolsearch.mcp.headers import (
     decode_header_value,
     encode_header_value,
     param_headers,
     valid_header_annotations,
 )
-from toolsearch.protocol import (
+from toolsearch.mcp.jsonrpc import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcError
+from toolsearch.mcp.protocol import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO,
     CLIENT_INFO_META,

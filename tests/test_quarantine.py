@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolsearch.backends.memory import MemoryCatalogStore
-from toolsearch.integrity import COPIES_TOOL
-from toolsearch.quarantine import Quarantine, Withholding
+from toolsearch.catalog.quarantine import Quarantine, Withholding
+from toolsearch.integrity.flags import COPIES_TOOL
+from toolsearch.integrity.tool_guard import Approvals, ToolGuard
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
-from toolsearch.tool_guard import Approvals, ToolGuard
 
 INTERNER = ToolInterner()
 FIRST = INTERNER.intern(

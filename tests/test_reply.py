@@ -3,9 +3,9 @@ with its HTTP status, or the upstream's refusal of the caller's credentials."""
 
 from __future__ import annotations
 
-from toolsearch.caller import CallerHeaders, token_key
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
-from toolsearch.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
+from toolsearch.mcp.caller import CallerHeaders, token_key
+from toolsearch.mcp.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.mcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError
 from toolsearch.server import Reply
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import TOKEN_X, call_json, call_text, connect, running_proxy
 from toolsearch.backends.memory import MemoryOutcomes
-from toolsearch.caller import CallerHeaders
 from toolsearch.commands.stats import fetch_report, format_report
+from toolsearch.mcp.caller import CallerHeaders
 from toolsearch.outcomes import SearchOutcomes, merge_counts, report
 from toolsearch.telemetry import Telemetry
 

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from toolsearch.sessions import LegacySession, LegacySessions
+from toolsearch.upstream.sessions import LegacySession, LegacySessions
 
 
 def _session(session_id: str) -> LegacySession:

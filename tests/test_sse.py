@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
-from toolsearch.sse import sse_data, sse_lines
+from toolsearch.mcp.sse import sse_data, sse_lines
 
 
 async def _chunks(pieces: Iterable[str]) -> AsyncIterator[str]:

@@ -14,10 +14,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.conftest import call_json, call_text, connect, running_upstream
-from toolsearch.app import create_app
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
 from toolsearch.testing import serve_app
+from toolsearch.transport.http import create_app
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"

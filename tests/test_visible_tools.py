@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolsearch.listing import named_once, visible_tools
+from toolsearch.catalog.listing import named_once, visible_tools
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.untrusted import MAX_NAME_CHARS
 

@@ -24,7 +24,7 @@ import jwt
 import orjson
 from cachetools import TLRUCache
 
-from toolsearch.caller import token_key
+from toolsearch.mcp.caller import token_key
 
 logger = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ from typing import Any, Final
 
 from toolsearch.backends.base import OutcomeMemory
 from toolsearch.backends.memory import MemoryOutcomes
-from toolsearch.caller import CallerHeaders
 from toolsearch.identity import Identifier, TokenIdentifier
+from toolsearch.mcp.caller import CallerHeaders
 from toolsearch.telemetry import OUTCOME, Telemetry
 
 _MAX_NAMED: Final = 1_000

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 
 from toolsearch.backends import open_backend
 from toolsearch.backends.base import Backend
-from toolsearch.catalog import CatalogService
+from toolsearch.catalog.service import CatalogService
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
-from toolsearch.metatools import MetaTools
+from toolsearch.integrity.tool_guard import Approvals, ToolGuard
+from toolsearch.metatools.policy import ToolPolicy
+from toolsearch.metatools.service import MetaTools
 from toolsearch.outcomes import SearchOutcomes
-from toolsearch.policy import ToolPolicy
 from toolsearch.server import McpServer
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
 from toolsearch.tool import ToolInterner
-from toolsearch.tool_guard import Approvals, ToolGuard
-from toolsearch.upstream import UpstreamClient
+from toolsearch.upstream.client import UpstreamClient
 
 if TYPE_CHECKING:
     from toolsearch.search.build import IndexBuilder

@@ -11,10 +11,10 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
-from toolsearch.caller import CallerHeaders, CallerInput
-from toolsearch.catalog import Catalog, CatalogService
-from toolsearch.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
-from toolsearch.jsonrpc import (
+from toolsearch.catalog.service import Catalog, CatalogService
+from toolsearch.mcp.caller import CallerHeaders, CallerInput
+from toolsearch.mcp.errors import UpstreamAuthError, UpstreamError, UpstreamRpcError
+from toolsearch.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     JsonRpcError,
@@ -23,8 +23,7 @@ from toolsearch.jsonrpc import (
     error_response,
     result_response,
 )
-from toolsearch.metatools import MetaTools
-from toolsearch.protocol import (
+from toolsearch.mcp.protocol import (
     CACHED_RESULTS,
     CLIENT_CAPABILITIES_META,
     FORWARDED_METHODS,
@@ -41,9 +40,10 @@ from toolsearch.protocol import (
     offered_capabilities,
     request_era,
 )
+from toolsearch.metatools.service import MetaTools
 from toolsearch.telemetry import METHOD, OUTCOME, REQUEST_ID, TOOL, Telemetry, elapsed
 from toolsearch.untrusted import clean_text
-from toolsearch.upstream import UpstreamClient
+from toolsearch.upstream.client import UpstreamClient
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import httpx
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from toolsearch.jsonrpc import (
+from toolsearch.mcp.jsonrpc import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -25,7 +25,7 @@ from toolsearch.jsonrpc import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from toolsearch.protocol import (
+from toolsearch.mcp.protocol import (
     CLIENT_CAPABILITIES_META,
     PROTOCOL_VERSION_META,
     SUPPORTED_VERSIONS,

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import orjson
 
-from toolsearch.mcp_headers import encode_header_value
+from toolsearch.mcp.headers import encode_header_value
 
 MODERN_VERSION = "2026-07-28"
 MODERN_META = {

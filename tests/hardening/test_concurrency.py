@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from toolsearch.metatools.validation import argument_problems
 from toolsearch.testing import (
     DEMO_SERVERS,
     DemoUpstream,
@@ -24,7 +25,6 @@ from toolsearch.testing import (
     serve_app,
     serve_process,
 )
-from toolsearch.validation import argument_problems
 
 from .rpc import LEAK_MARKERS, request
 

@@ -11,10 +11,10 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolsearch.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
-from toolsearch.jsonrpc import HEADER_MISMATCH, JsonRpcError
-from toolsearch.mcp_headers import decode_header_value, encode_header_value
-from toolsearch.protocol import MODERN_VERSION
+from toolsearch.mcp.headers import decode_header_value, encode_header_value
+from toolsearch.mcp.jsonrpc import HEADER_MISMATCH, JsonRpcError
+from toolsearch.mcp.protocol import MODERN_VERSION
+from toolsearch.metatools.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
 
 from .fuzzing import (
     FUZZ,

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolsearch.call_rules import MAX_QUERY_CHARS
-from toolsearch.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
-from toolsearch.jsonrpc import INVALID_PARAMS
+from toolsearch.mcp.jsonrpc import INVALID_PARAMS
+from toolsearch.metatools.call_rules import MAX_QUERY_CHARS
+from toolsearch.metatools.definitions import CALL_READ, CALL_READ_BATCH, CALL_WRITE, DESCRIBE, SEARCH
 
 from .fuzzing import (
     FUZZ,

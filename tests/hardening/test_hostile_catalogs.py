@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import running_proxy
-from toolsearch.answer import LEADER_CHARS
+from toolsearch.metatools.answer import LEADER_CHARS
 from toolsearch.testing import recorded_tools, serve_app
 from toolsearch.untrusted import abridged, unservable
 

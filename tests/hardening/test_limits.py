@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.conftest import running_proxy
-from toolsearch.call_rules import MAX_QUERY_CHARS
+from toolsearch.metatools.call_rules import MAX_QUERY_CHARS
 from toolsearch.settings import Settings
 from toolsearch.testing import serve_app
 

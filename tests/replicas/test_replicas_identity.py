@@ -14,8 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from tests.replicas.conftest import AUDIENCE, Issuer
-from toolsearch.caller import token_key
 from toolsearch.identity import JwtIdentifier, TokenIdentifier
+from toolsearch.mcp.caller import token_key
 from toolsearch.testing import free_port
 
 

@@ -11,7 +11,7 @@ import pytest
 from tests.embedding.tiny_models import write_model
 from toolsearch.commands.eval import add_eval_command
 from toolsearch.search import SearchHit
-from toolsearch.search.evaluation import (
+from toolsearch.search.offline.evaluation import (
     Query,
     QueryFileError,
     load_queries,

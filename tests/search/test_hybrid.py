@@ -21,12 +21,13 @@ from toolsearch.search.build import build_index, index_builder, query_runs
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
     Companion,
+    DenseIndex,
     HybridIndex,
     QueryVectors,
     embed_at_once,
 )
-from toolsearch.search.inspection import DenseIndex, explain, translations
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.offline.inspection import explain, translations
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
 from toolsearch.search.request import TRANSLATED_WORDS, intent
 from toolsearch.search.semantic import SemanticIndex, catalog_words, description_passage, passage

@@ -20,12 +20,19 @@ from toolsearch.commands.train import add_train_command
 from toolsearch.embedding import Embedder, ModelError, load_model
 from toolsearch.search.abstention import FEATURES as ABSTENTION_FEATURES
 from toolsearch.search.abstention import Abstainer
-from toolsearch.search.abstention_training import abstention_threshold, train_abstainer
 from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
-from toolsearch.search.evaluation import Query
 from toolsearch.search.hybrid import HybridIndex, QueryVectors
-from toolsearch.search.inspection import explain
+from toolsearch.search.offline.abstention_training import abstention_threshold, train_abstainer
+from toolsearch.search.offline.evaluation import Query
+from toolsearch.search.offline.inspection import explain
+from toolsearch.search.offline.training import (
+    cross_fitted,
+    fit_adapter,
+    fit_weights,
+    server_fold,
+    train_ranker,
+)
 from toolsearch.search.profile import load_profile, write_profile
 from toolsearch.search.ranking import (
     FEATURES,
@@ -36,13 +43,6 @@ from toolsearch.search.ranking import (
     initial_weights,
 )
 from toolsearch.search.signals import Signals
-from toolsearch.search.training import (
-    cross_fitted,
-    fit_adapter,
-    fit_weights,
-    server_fold,
-    train_ranker,
-)
 from toolsearch.tool import Tool, ToolInterner
 
 SERVERS = {

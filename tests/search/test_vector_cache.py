@@ -14,11 +14,12 @@ import pytest
 
 from tests.conftest import call_json, connect, running_upstream
 from tests.embedding.tiny_models import token_states_graph, token_table, word_tokenizer, write_model
+from toolsearch.backends.disk_vectors import DiskVectorCache
 from toolsearch.backends.layers import DiskVectors, LayeredVectors
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import load_model
 from toolsearch.search.semantic import SemanticIndex
-from toolsearch.search.vectors import DiskVectorCache, MemoryVectorCache
+from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.testing import serve_proxy_process
 from toolsearch.tool import Tool
 

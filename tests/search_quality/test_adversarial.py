@@ -15,9 +15,9 @@ import pytest
 from bench.adversarial import DEV_QUERIES, Figures, measure, rankings, recall_at_5
 from bench.adversarial_attacks import HostileTool, Side, hostile_tools
 from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.integrity import integrity
-from toolsearch.search.evaluation import load_queries
+from toolsearch.integrity.flags import integrity
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.offline.evaluation import load_queries
 from toolsearch.tool import Tool, ToolInterner
 
 RECALL_AT_5_BEFORE_DEFENCES = 131 / 248

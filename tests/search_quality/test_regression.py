@@ -22,11 +22,11 @@ from toolsearch.embedding import Embedder, load_model
 from toolsearch.naming import split_qualified_name
 from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries
-from toolsearch.search.evaluation import Query, load_queries, run_queries, summarize
 from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, build_dictionaries, missing_files
 from toolsearch.search.hybrid import QueryVectors
+from toolsearch.search.offline.evaluation import Query, load_queries, run_queries, summarize
+from toolsearch.search.offline.training import shipped_ranker_path
 from toolsearch.search.ranking import Ranker
-from toolsearch.search.training import shipped_ranker_path
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.tool import Tool, ToolInterner
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolsearch.backends.base import CatalogRecord, catalog_digest
-from toolsearch.catalog import Catalog
+from toolsearch.catalog.service import Catalog
+from toolsearch.catalog.toolsets import Toolset
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import ToolInterner
-from toolsearch.toolsets import Toolset
 
 ZONE = {"type": "object", "properties": {"zone": {"type": "string"}}, "required": ["zone"]}
 CLOCK_AND_NOTES = [

@@ -11,9 +11,9 @@ from __future__ import annotations
 from concurrent.futures import Executor
 
 from toolsearch.backends.base import Backend
+from toolsearch.backends.disk_vectors import DiskVectorCache
 from toolsearch.backends.layers import DiskVectors, LayeredVectors
 from toolsearch.backends.memory import MemoryBackend
-from toolsearch.search.vectors import DiskVectorCache
 from toolsearch.settings import Settings
 from toolsearch.tool import ToolInterner
 

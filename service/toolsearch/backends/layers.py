@@ -14,7 +14,8 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from toolsearch.search.vectors import DiskVectorCache, VectorStore
+from toolsearch.backends.disk_vectors import DiskVectorCache
+from toolsearch.search.vectors import VectorStore
 
 
 class DiskVectors:

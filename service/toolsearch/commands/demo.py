@@ -57,7 +57,7 @@ def add_demo_command(subparsers: Subparsers) -> argparse.ArgumentParser:
 
 def run_demo(args: argparse.Namespace) -> int:
     """Start both servers, run the scripted client, then serve until Ctrl-C (or exit with `--once`)."""
-    from toolsearch.app import create_app
+    from toolsearch.transport.http import create_app
 
     tools = recorded_tools(DEMO_SERVERS)
     upstream = DemoUpstream(tools, instructions=_upstream_instructions(len(tools)))

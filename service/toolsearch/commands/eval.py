@@ -1,5 +1,5 @@
 """`toolsearch eval`: rank a query set over a catalog file and print its search quality
-(the measures are `toolsearch.search.evaluation`'s)."""
+(the measures are `toolsearch.search.offline.evaluation`'s)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolsearch.commands import Subparsers, command_parser
-from toolsearch.search.evaluation import (
+from toolsearch.search.offline.evaluation import (
     QueryFileError,
     format_report,
     load_queries,

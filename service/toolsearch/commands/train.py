@@ -60,9 +60,9 @@ def add_train_command(subparsers: Subparsers) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     from toolsearch.embedding import load_model
-    from toolsearch.search.evaluation import format_report, summarize
+    from toolsearch.search.offline.evaluation import format_report, summarize
+    from toolsearch.search.offline.training import cross_validate, train_profile_ranker, training_queries_path
     from toolsearch.search.profile import load_dictionaries, profile_paths
-    from toolsearch.search.training import cross_validate, train_profile_ranker, training_queries_path
 
     if args.abstention:
         return _train_abstention(args)
@@ -91,10 +91,10 @@ def _train(args: argparse.Namespace) -> int:
 
 def _train_abstention(args: argparse.Namespace) -> int:
     from toolsearch.embedding import load_model
-    from toolsearch.search.abstention_training import held_out_report, train_profile_abstainer
+    from toolsearch.search.offline.abstention_training import held_out_report, train_profile_abstainer
+    from toolsearch.search.offline.training import training_queries_path, unservable_queries_path
     from toolsearch.search.profile import PROFILE_FILE, load_dictionaries, profile_paths
     from toolsearch.search.ranking import Ranker
-    from toolsearch.search.training import training_queries_path, unservable_queries_path
 
     try:
         paths = profile_paths(args.model_dir)

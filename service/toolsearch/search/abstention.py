@@ -16,12 +16,12 @@ words), so that a request and its translation get the same verdict:
   cosine, the best lexical score): what the calibrated thresholds judge (`weak_by_thresholds`).
 
 A logistic regression over them gives the probability that no tool serves the request; above
-`Abstainer.threshold` search abstains. It is trained (`toolsearch train`, `toolsearch.search.training`) on
-the training requests, which a tool serves, and on requests no tool of the recorded catalog
-serves (`data/queries-unservable.jsonl`), with each training request's scores coming from a ranker
-that did not see its server; the threshold is the one that abstains wrongly on at most
-`WRONG_ABSTENTIONS` of the servable requests held out of training. A request that names a tool is
-never abstained on.
+`Abstainer.threshold` search abstains. It is trained (`toolsearch train`,
+`toolsearch.search.offline.training`) on the training requests, which a tool serves, and on
+requests no tool of the recorded catalog serves (`data/queries-unservable.jsonl`), with each
+training request's scores coming from a ranker that did not see its server; the threshold is the
+one that abstains wrongly on at most `WRONG_ABSTENTIONS` of the servable requests held out of
+training. A request that names a tool is never abstained on.
 
 An abstention model is data next to the ranker whose scores it reads: `abstention.json` (centre,
 scale and weights of the features, threshold, and the fingerprints of the models, dictionaries and

@@ -20,8 +20,7 @@ from toolsearch.embedding.embedder import usable_cores
 from toolsearch.search import SearchIndex
 from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries
-from toolsearch.search.hybrid import Companion, HybridIndex, QueryVectors
-from toolsearch.search.inspection import DenseIndex
+from toolsearch.search.hybrid import Companion, DenseIndex, HybridIndex, QueryVectors
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.profile import Profile
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex

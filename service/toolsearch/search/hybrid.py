@@ -50,9 +50,9 @@ from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit
 from toolsearch.search.abstention import Abstainer, request_features, weak_by_thresholds
 from toolsearch.search.dictionaries import Dictionaries, digest_of
-from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.lexical import MAX_QUERY_CHARS, LexicalIndex
 from toolsearch.search.ranking import Ranker, ServerGroups, adapt, one_word_names
-from toolsearch.search.request import Request, read_request
+from toolsearch.search.request import Request, intent, read_request
 from toolsearch.search.scoring import Fusion, LearnedRanking, Scoring
 from toolsearch.search.selection import best_hits
 from toolsearch.search.semantic import SemanticIndex
@@ -313,3 +313,23 @@ class HybridIndex:
             words = [word for each in chosen for word in each.unread if word not in texts]
             runs.append((self.query_vectors, words))
         embed_at_once(runs, self._query_runs)
+
+
+class DenseIndex:
+    """The first model's similarity alone ranks (to measure what it gives on its own); its
+    calibrated cosine threshold says when nothing fits."""
+
+    def __init__(self, hybrid: HybridIndex) -> None:
+        self.hybrid = hybrid
+
+    def search(self, query: str, limit: int) -> list[SearchHit]:
+        semantic = self.hybrid.semantic
+        if limit <= 0 or not len(semantic):
+            return []
+        vector = self.hybrid.query_vectors(intent(query[:MAX_QUERY_CHARS]))
+        dense = semantic.similarities(vector)
+        cosine = semantic.passage_cosine(int(np.argmax(dense)), vector)
+        return best_hits(dense, limit, weak=self.hybrid.weak_by_thresholds(cosine, 0.0, 0.0))
+
+    def unknown_words(self, query: str) -> list[str]:
+        return self.hybrid.unknown_words(query)

@@ -1,7 +1,7 @@
 """Learned ranking: query adapters and a linear re-ranker over the hybrid index's signals.
 
 The hand-set fusion (`search.signals`) stays the ranking's backbone; what is learned from training
-requests (`toolsearch train`, `toolsearch.search.training`) corrects it, and an index without a trained
+requests (`toolsearch train`, `search.offline.training`) corrects it, and an index without a trained
 `Ranker` for its models ranks by the fusion alone.
 
 - **A query adapter.** For the first model, a linear map of the query's embedding, `q + q @ W`

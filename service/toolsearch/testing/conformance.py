@@ -31,7 +31,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from toolsearch import __version__
-from toolsearch.protocol import LOG_LEVELS, VERSION_HEADER
+from toolsearch.mcp.protocol import LOG_LEVELS, VERSION_HEADER
 from toolsearch.testing.conformance_content import (
     PNG,
     USER_NAME,

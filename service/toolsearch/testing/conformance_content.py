@@ -13,7 +13,7 @@ import orjson
 from mcp.server.context import ServerRequestContext
 from starlette.requests import Request
 
-from toolsearch.protocol import SESSION_HEADER
+from toolsearch.mcp.protocol import SESSION_HEADER
 
 Context = ServerRequestContext[Any, Any]
 Result = dict[str, Any]

@@ -17,7 +17,7 @@ import mcp_types
 import orjson
 from mcp.shared.exceptions import MCPError
 
-from toolsearch.protocol import CLIENT_CAPABILITIES_META
+from toolsearch.mcp.protocol import CLIENT_CAPABILITIES_META
 from toolsearch.testing.conformance_content import (
     CAPITAL_QUESTION,
     NAME_SCHEMA,
