@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from toolsearch.runtime import Supervisor
 from toolsearch.settings import Settings
 from toolsearch.testing import DemoUpstream, bearer_visibility, recorded_tools, serve_app
 from toolsearch.transport.http import create_app
@@ -28,6 +29,14 @@ UPSTREAM_INSTRUCTIONS = "Upstream gateway: tools are named <server>_<tool>."
 
 def _names(servers: tuple[str, ...]) -> set[str]:
     return {tool["name"] for tool in recorded_tools(servers=list(servers))}
+
+
+@pytest.fixture
+async def supervisor() -> AsyncIterator[Supervisor]:
+    """An owner of the tasks and pools a test's parts start, closed after the test, as a proxy's is."""
+    owner = Supervisor()
+    yield owner
+    await owner.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from toolsearch.backends.memory import MemoryOutcomes
 from toolsearch.commands.stats import fetch_report, format_report
 from toolsearch.mcp.caller import CallerHeaders
 from toolsearch.outcomes import SearchOutcomes, merge_counts, report
+from toolsearch.runtime import Supervisor
 from toolsearch.telemetry import Telemetry
 
 WINDOW = 2.0
@@ -133,19 +134,18 @@ def _results(*answers: list[str], matched: bool = True) -> list[dict[str, Any]]:
     ]
 
 
-async def test_a_tool_shown_by_several_queries_counts_at_its_best_rank() -> None:
-    outcomes = SearchOutcomes.in_process(Telemetry(use_environment=False))
+async def test_a_tool_shown_by_several_queries_counts_at_its_best_rank(supervisor: Supervisor) -> None:
+    outcomes = SearchOutcomes.in_process(Telemetry(use_environment=False), supervisor)
     caller = CallerHeaders(authorization="Bearer t")
 
     await outcomes.searched(caller, _results(["a", "b", "c"], ["c", "d"]))
     await outcomes.called(caller, "c")
 
     assert outcomes.counts()["followed_by_rank"] == {"1": 1}
-    await outcomes.aclose()
 
 
-async def test_a_search_whose_every_answer_is_weak_counts_as_abstained() -> None:
-    outcomes = SearchOutcomes.in_process(Telemetry(use_environment=False))
+async def test_a_search_whose_every_answer_is_weak_counts_as_abstained(supervisor: Supervisor) -> None:
+    outcomes = SearchOutcomes.in_process(Telemetry(use_environment=False), supervisor)
     caller = CallerHeaders(authorization="Bearer t")
 
     await outcomes.searched(caller, _results(["a"], ["b"], matched=False))
@@ -154,11 +154,12 @@ async def test_a_search_whose_every_answer_is_weak_counts_as_abstained() -> None
     counts = outcomes.counts()
     assert (counts["abstained"], counts["empty"]) == (1, 0)
     assert report(counts)["abstention_rate"] == 0.5
-    await outcomes.aclose()
 
 
-async def test_callers_are_judged_apart() -> None:
-    outcomes = SearchOutcomes(MemoryOutcomes(), _Tokens(), Telemetry(use_environment=False))
+async def test_callers_are_judged_apart(supervisor: Supervisor) -> None:
+    outcomes = SearchOutcomes(
+        MemoryOutcomes(), _Tokens(), Telemetry(use_environment=False), supervisor=supervisor
+    )
     one, two = CallerHeaders(authorization="Bearer 1"), CallerHeaders(authorization="Bearer 2")
 
     await outcomes.searched(one, _results(["a"]))
@@ -167,7 +168,6 @@ async def test_callers_are_judged_apart() -> None:
     counts = outcomes.counts()
     assert counts["ended"]["followed"] == 0
     assert counts["called_without_search"] == {"a": 1}
-    await outcomes.aclose()
 
 
 def test_replica_counts_add_up() -> None:

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from toolsearch.runtime import Supervisor
 from toolsearch.upstream.sessions import LegacySession, LegacySessions
 
 
@@ -27,15 +28,15 @@ class _Handshakes:
         return _session(f"s{number}")
 
 
-async def test_concurrent_requests_of_one_caller_share_one_handshake() -> None:
-    sessions, handshakes = LegacySessions(), _Handshakes()
+async def test_concurrent_requests_of_one_caller_share_one_handshake(supervisor: Supervisor) -> None:
+    sessions, handshakes = LegacySessions(supervisor), _Handshakes()
     got = await asyncio.gather(*(sessions.session("alice", handshakes.begin) for _ in range(20)))
     assert handshakes.begun == 1
     assert {session.session_id for session in got} == {"s1"}
 
 
-async def test_each_caller_has_its_own_session() -> None:
-    sessions, handshakes = LegacySessions(), _Handshakes()
+async def test_each_caller_has_its_own_session(supervisor: Supervisor) -> None:
+    sessions, handshakes = LegacySessions(supervisor), _Handshakes()
     alice, bob = await asyncio.gather(
         sessions.session("alice", handshakes.begin), sessions.session("bob", handshakes.begin)
     )
@@ -43,16 +44,16 @@ async def test_each_caller_has_its_own_session() -> None:
     assert len(sessions) == 2
 
 
-async def test_a_forgotten_session_is_begun_again() -> None:
-    sessions, handshakes = LegacySessions(), _Handshakes()
+async def test_a_forgotten_session_is_begun_again(supervisor: Supervisor) -> None:
+    sessions, handshakes = LegacySessions(supervisor), _Handshakes()
     await sessions.session("alice", handshakes.begin)
     sessions.forget("alice")
     again = await sessions.session("alice", handshakes.begin)
     assert (handshakes.begun, again.session_id) == (2, "s2")
 
 
-async def test_past_the_bound_the_least_recently_used_session_is_dropped() -> None:
-    sessions, handshakes = LegacySessions(max_sessions=2), _Handshakes()
+async def test_past_the_bound_the_least_recently_used_session_is_dropped(supervisor: Supervisor) -> None:
+    sessions, handshakes = LegacySessions(supervisor, max_sessions=2), _Handshakes()
     await sessions.session("alice", handshakes.begin)
     await sessions.session("bob", handshakes.begin)
     await sessions.session("alice", handshakes.begin)  # alice is used again: bob is the older
@@ -64,8 +65,8 @@ async def test_past_the_bound_the_least_recently_used_session_is_dropped() -> No
     assert handshakes.begun == 4
 
 
-async def test_a_failed_handshake_is_tried_again_by_the_next_request() -> None:
-    sessions = LegacySessions()
+async def test_a_failed_handshake_is_tried_again_by_the_next_request(supervisor: Supervisor) -> None:
+    sessions = LegacySessions(supervisor)
 
     async def refuse() -> LegacySession:
         raise ConnectionError("upstream down")

@@ -24,7 +24,6 @@ and `toolsearch stats` (bounded, like everything else here).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import time
 from collections import Counter, deque
@@ -36,6 +35,7 @@ from toolsearch.backends.base import OutcomeMemory
 from toolsearch.backends.memory import MemoryOutcomes
 from toolsearch.identity import Identifier, TokenIdentifier
 from toolsearch.mcp.caller import CallerHeaders
+from toolsearch.runtime import Supervisor
 from toolsearch.telemetry import OUTCOME, Telemetry
 
 _MAX_NAMED: Final = 1_000
@@ -83,9 +83,12 @@ class SearchOutcomes:
         identifier: Identifier,
         telemetry: Telemetry,
         *,
+        supervisor: Supervisor,
         window: float = 300.0,
     ) -> None:
+        """The sweeper that ends searches nothing followed runs as a task of `supervisor`."""
         self._memory = memory
+        self._supervisor = supervisor
         self._identifier = identifier
         self._telemetry = telemetry
         self.window = window
@@ -95,9 +98,11 @@ class SearchOutcomes:
         self._wake = asyncio.Event()
 
     @classmethod
-    def in_process(cls, telemetry: Telemetry, *, window: float = 300.0) -> SearchOutcomes:
+    def in_process(
+        cls, telemetry: Telemetry, supervisor: Supervisor, *, window: float = 300.0
+    ) -> SearchOutcomes:
         """Outcomes kept in this process, callers known by their token's hash."""
-        return cls(MemoryOutcomes(), TokenIdentifier(), telemetry, window=window)
+        return cls(MemoryOutcomes(), TokenIdentifier(), telemetry, supervisor=supervisor, window=window)
 
     async def searched(self, caller: CallerHeaders, results: Sequence[Mapping[str, Any]]) -> None:
         """A `search_tools` answer: each query's result, with its `tools` and `matched`. Abstained:
@@ -162,12 +167,6 @@ class SearchOutcomes:
     def report(self) -> dict[str, Any]:
         return report(self.counts())
 
-    async def aclose(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-
     def _end(self, kind: str) -> None:
         self._tally.ended[kind] += 1
         if kind == RETRIED:
@@ -180,7 +179,7 @@ class SearchOutcomes:
 
     def _wake_sweeper(self) -> None:
         if self._sweeper is None or self._sweeper.done():
-            self._sweeper = asyncio.create_task(self._sweep())
+            self._sweeper = self._supervisor.start(self._sweep(), name="outcome sweeper")
         self._wake.set()
 
     async def _sweep(self) -> None:

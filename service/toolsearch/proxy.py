@@ -2,16 +2,17 @@
 
 What runs where: requests, and the backend's reads and writes, on the event loop; searches,
 BM25F index builds, a new catalog's integrity flags and the disk's tool vectors on the proxy's
-`work` threads; catalog embeddings on the
-`EmbeddingWorker`'s thread (each model spreading a catalog's batches over its own workers), a
-request's further model runs on the worker's `query_runs`. `Proxy.aclose` ends all of them.
+`work` threads; catalog embeddings on the `EmbeddingWorker`'s thread (each model spreading a
+catalog's batches over its own workers), a request's further model runs on the worker's
+`query_runs`. Every task and pool is started or made by the proxy's one `Supervisor`, and
+`Proxy.aclose` ends all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from toolsearch.integrity.tool_guard import Approvals, ToolGuard
 from toolsearch.metatools.policy import ToolPolicy
 from toolsearch.metatools.service import MetaTools
 from toolsearch.outcomes import SearchOutcomes
+from toolsearch.runtime import Supervisor
 from toolsearch.server import McpServer
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
@@ -54,7 +56,9 @@ class Proxy:
     backend: Backend
     """Where catalogs, tool vectors and search outcomes are kept (`toolsearch.backends`)."""
     indexes: IndexBuilder
-    work: ThreadPoolExecutor
+    supervisor: Supervisor
+    """The owner of every task and thread pool of the proxy's parts."""
+    work: Executor
     """The threads that search, build BM25F indexes, flag new catalogs and read and write tool
     vectors on disk."""
     embedding: EmbeddingWorker | None = None
@@ -62,12 +66,20 @@ class Proxy:
 
     @classmethod
     def from_settings(cls, settings: Settings, telemetry: Telemetry | None = None) -> Proxy:
-        if not settings.upstream:
-            raise ValueError("no upstream: pass --upstream URL (or set TOOLSEARCH_UPSTREAM)")
+        """The proxy the settings describe, its search profile loaded from --model-dir."""
+        return cls.wired(settings, settings_profile(settings), telemetry)
+
+    @classmethod
+    def wired(cls, settings: Settings, profile: Profile | None, telemetry: Telemetry | None = None) -> Proxy:
+        """The proxy the settings describe, searching with `profile` (already loaded: an HTTP app
+        loads it when it is made, to refuse a bad --model-dir at once, and wires the proxy when it
+        starts, on its event loop)."""
+        check_settings(settings)
         telemetry = telemetry or Telemetry()
-        profile = _profile(settings)
+        supervisor = Supervisor()
         upstream = UpstreamClient(
             settings.upstream,
+            supervisor=supervisor,
             timeout=settings.upstream_timeout,
             connect_timeout=settings.upstream_connect_timeout,
             max_pages=settings.max_list_pages,
@@ -75,9 +87,9 @@ class Proxy:
             telemetry=telemetry,
         )
         interner = ToolInterner()
-        work = ThreadPoolExecutor(thread_name_prefix="toolsearch-work")
-        backend = open_backend(settings, interner, work)
-        indexes, embedding = _indexes(settings, profile, backend.vectors, work, telemetry)
+        work = supervisor.pool("work")
+        backend = open_backend(settings, interner, supervisor, work)
+        indexes, embedding = _indexes(settings, profile, backend.vectors, supervisor, work, telemetry)
         identifier = _identifier(settings)
         catalogs = CatalogService(
             upstream,
@@ -90,12 +102,15 @@ class Proxy:
             interner=interner,
             telemetry=telemetry,
             guard=_guard(settings, backend, telemetry),
+            supervisor=supervisor,
             work=work,
         )
         upstream.on_tools_changed = catalogs.tools_changed
         telemetry.observe_store_errors(lambda: backend.failures)
         window = settings.search_outcome_window
-        outcomes = SearchOutcomes(backend.outcomes, identifier, telemetry, window=window)
+        outcomes = SearchOutcomes(
+            backend.outcomes, identifier, telemetry, supervisor=supervisor, window=window
+        )
         return cls(
             settings=settings,
             upstream=upstream,
@@ -105,6 +120,7 @@ class Proxy:
             outcomes=outcomes,
             backend=backend,
             indexes=indexes,
+            supervisor=supervisor,
             work=work,
             embedding=embedding,
         )
@@ -115,16 +131,17 @@ class Proxy:
         return self.embedding is not None and self.embedding.running
 
     async def aclose(self) -> None:
+        """Stop embedding, write back what was embedded last, stop every task and pool (the
+        supervisor), then close the connections."""
         if self.embedding is not None and not await asyncio.get_running_loop().run_in_executor(
             self.work, self.embedding.close, _EMBEDDING_STOP_SECONDS
         ):
             logger.warning("the embedding thread did not stop within %g s", _EMBEDDING_STOP_SECONDS)
         await self.indexes.aclose()
-        await self.outcomes.aclose()
+        await self.supervisor.aclose()
         await self.catalogs.aclose()
         await self.backend.aclose()
         await self.upstream.aclose()
-        self.work.shutdown(wait=True, cancel_futures=True)
         self.telemetry.shutdown()
 
 
@@ -134,7 +151,7 @@ def _server(
     upstream: UpstreamClient,
     outcomes: SearchOutcomes,
     telemetry: Telemetry,
-    work: ThreadPoolExecutor,
+    work: Executor,
 ) -> McpServer:
     metatools = MetaTools(
         catalogs,
@@ -168,7 +185,15 @@ def _guard(settings: Settings, backend: Backend, telemetry: Telemetry) -> ToolGu
     )
 
 
-def _profile(settings: Settings) -> Profile | None:
+def check_settings(settings: Settings) -> None:
+    """Refuse settings no proxy can start with (ValueError, saying what to pass)."""
+    if not settings.upstream:
+        raise ValueError("no upstream: pass --upstream URL (or set TOOLSEARCH_UPSTREAM)")
+    if settings.catalog_identity == "jwt":
+        _identifier(settings)
+
+
+def settings_profile(settings: Settings) -> Profile | None:
     """The models, ranker and dictionaries of --model-dir (said once); None without one."""
     if not settings.model_dir:
         logger.info("no --model-dir: search is lexical (BM25) only")
@@ -199,7 +224,8 @@ def _indexes(
     settings: Settings,
     profile: Profile | None,
     vectors: VectorStore,
-    work: ThreadPoolExecutor,
+    supervisor: Supervisor,
+    work: Executor,
     telemetry: Telemetry,
 ) -> tuple[IndexBuilder, EmbeddingWorker | None]:
     """How each catalog's index is built: hybrid with the profile's models, embedded on the thread
@@ -208,15 +234,16 @@ def _indexes(
     from toolsearch.search.progressive import EmbeddingWorker
 
     if profile is None:
-        return index_builder((), vectors, executor=work), None
+        return index_builder((), vectors, supervisor, executor=work), None
 
     # The gauge reads the queue when metrics are collected, after `embedding` exists.
     embedding = EmbeddingWorker(
-        profile.models, on_done=telemetry.observe_embedding(lambda: embedding.pending)
+        profile.models, supervisor, on_done=telemetry.observe_embedding(lambda: embedding.pending)
     )
     builder = index_builder(
         profile.models,
         vectors,
+        supervisor,
         embedding=embedding,
         wait_seconds=settings.embedding_wait,
         ranker=profile.ranker,

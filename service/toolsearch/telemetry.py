@@ -119,7 +119,7 @@ class Telemetry:
             meter, "mcp.client.operation.duration", "Requests to the upstream MCP server."
         )
         self.upstream_errors = meter.create_counter(
-            "toolsearch.upstream.client.errors",
+            "toolsearch.upstream.errors",
             description="Upstream requests that failed, by method and error type.",
         )
         self.search_duration = _latency_histogram(

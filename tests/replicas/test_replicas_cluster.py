@@ -25,6 +25,7 @@ from tests.replicas.conftest import (
 from toolsearch.backends.base import CatalogRecord, StoreUnavailable
 from toolsearch.backends.redis import RedisBackend
 from toolsearch.backends.redis_connection import connect
+from toolsearch.runtime import Supervisor
 from toolsearch.testing import RedisClusterServer, recorded_tools
 from toolsearch.tool import ToolInterner
 
@@ -39,7 +40,7 @@ def record() -> CatalogRecord:
 def opened(cluster: RedisClusterServer) -> RedisBackend:
     """A store with an interner of its own, as another replica would have. Its first operation
     learns the cluster's layout (a connection to every master): 5 s, for a busy CI machine."""
-    return RedisBackend.from_url(cluster.url, ToolInterner(), timeout=5.0)
+    return RedisBackend.from_url(cluster.url, ToolInterner(), supervisor=Supervisor(), timeout=5.0)
 
 
 def keys_by_master(cluster: RedisClusterServer) -> dict[int, list[bytes]]:

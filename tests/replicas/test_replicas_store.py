@@ -16,6 +16,7 @@ from tests.replicas.conftest import requires_redis
 from toolsearch.backends.base import CatalogRecord, CatalogStore, StoreUnavailable
 from toolsearch.backends.memory import MemoryCatalogStore
 from toolsearch.backends.redis import RedisBackend
+from toolsearch.runtime import Supervisor
 from toolsearch.testing import RedisServer, free_port, recorded_tools
 from toolsearch.tool import ToolInterner
 
@@ -31,10 +32,12 @@ def record(listed_at: float | None = None, **changes) -> CatalogRecord:
 @contextlib.asynccontextmanager
 async def opened(url: str, **options) -> AsyncIterator[RedisBackend]:
     """A store with an interner of its own, as another replica would have."""
-    store = RedisBackend.from_url(url, ToolInterner(), **{"timeout": 1.0, **options})
+    supervisor = Supervisor()
+    store = RedisBackend.from_url(url, ToolInterner(), supervisor=supervisor, **{"timeout": 1.0, **options})
     try:
         yield store
     finally:
+        await supervisor.aclose()
         await store.aclose()
 
 
@@ -69,7 +72,8 @@ async def test_a_replica_reads_no_stored_copy_of_the_tools_it_already_holds(redi
         await writer.catalogs.put("caller", record())
     with redis_server.client() as client:
         client.delete(*client.keys("toolsearch:tool:*"))
-    holder = RedisBackend.from_url(redis_server.url, INTERNER, timeout=1.0)  # TOOLS are interned here
+    # TOOLS are interned here
+    holder = RedisBackend.from_url(redis_server.url, INTERNER, supervisor=Supervisor(), timeout=1.0)
     try:
         read = await holder.catalogs.get("caller")
     finally:

@@ -12,6 +12,7 @@ import pytest
 from tests.search import test_hybrid as hybrid_tests
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder
+from toolsearch.runtime import Supervisor
 from toolsearch.search.build import index_builder
 from toolsearch.search.hybrid import HybridIndex
 from toolsearch.search.progressive import ProgressiveIndex
@@ -39,10 +40,10 @@ class _ThreadRecordingStore(MemoryVectors):
 
 
 async def test_the_backend_is_asked_and_told_only_from_the_event_loop(
-    tools: list[Tool], embedder: Embedder
+    tools: list[Tool], embedder: Embedder, supervisor: Supervisor
 ) -> None:
     store = _ThreadRecordingStore()
-    build = index_builder([embedder], store, wait_seconds=30)
+    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30)
     index = await build(tools)
     await build.aclose()
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
@@ -51,10 +52,10 @@ async def test_the_backend_is_asked_and_told_only_from_the_event_loop(
 
 
 async def test_a_catalog_whose_vectors_the_backend_has_runs_no_model(
-    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    tools: list[Tool], embedder: Embedder, supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = MemoryVectors()
-    build = index_builder([embedder], store, wait_seconds=30)
+    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30)
     await build(tools)
 
     def no_model_run(texts: list[str]) -> np.ndarray:
@@ -67,10 +68,10 @@ async def test_a_catalog_whose_vectors_the_backend_has_runs_no_model(
 
 
 async def test_closing_writes_back_the_vectors_of_a_catalog_embedded_after_its_build_returned(
-    tools: list[Tool], embedder: Embedder
+    tools: list[Tool], embedder: Embedder, supervisor: Supervisor
 ) -> None:
     store = MemoryVectors()
-    build = index_builder([embedder], store, wait_seconds=0)
+    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=0)
     index = await build(tools)
     await build.aclose()
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)

@@ -6,6 +6,8 @@ import asyncio
 import logging
 import math
 import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +18,9 @@ from tests.embedding.tiny_models import token_states_graph, token_table, write_m
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.embedding.manifest import AbstentionThreshold, Calibration
+from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchIndex
-from toolsearch.search.build import build_index, index_builder, query_runs
+from toolsearch.search.build import build_index, index_builder
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
     Companion,
@@ -67,6 +70,13 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
 def tools() -> list[Tool]:
     interner = ToolInterner()
     return [interner.intern(definition) for definition in DEFINITIONS]
+
+
+@pytest.fixture(scope="module")
+def query_runs() -> Iterator[ThreadPoolExecutor]:
+    """The threads a request's further model runs go to, as a proxy's worker has them."""
+    with ThreadPoolExecutor(2, thread_name_prefix="toolsearch-query-test") as runs:
+        yield runs
 
 
 def _hybrid(tools: list[Tool], embedder: Embedder, **options: object) -> HybridIndex:
@@ -226,18 +236,22 @@ def test_intent_keeps_a_query_that_is_all_quotes() -> None:
     assert intent('"create issue"') == '"create issue"'
 
 
-async def test_without_a_model_the_index_is_lexical(tools: list[Tool]) -> None:
-    assert isinstance(await index_builder((), MemoryVectors())(tools), LexicalIndex)
+async def test_without_a_model_the_index_is_lexical(tools: list[Tool], supervisor: Supervisor) -> None:
+    build = index_builder((), MemoryVectors(), supervisor, executor=supervisor.pool("work"))
+    assert isinstance(await build(tools), LexicalIndex)
     assert isinstance(build_index(tools, None), LexicalIndex)
 
 
 async def test_the_builder_shares_one_vector_store_between_catalogs(
-    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    tools: list[Tool],
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    supervisor: Supervisor,
 ) -> None:
     embedded = _recorded(embedder, "embed_passages", monkeypatch)
     store = MemoryVectors()
     cache = store.cache
-    build = index_builder([embedder], store, wait_seconds=30)
+    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30)
     await build(tools[:2])
     await build(tools[1:])
     await build.aclose()
@@ -272,11 +286,16 @@ def test_a_companion_model_sits_out_a_query_in_a_language_it_does_not_know(
 
 
 async def test_companion_vectors_are_cached_apart_and_without_words(
-    tools: list[Tool], embedder: Embedder, english_companion: Embedder
+    tools: list[Tool],
+    embedder: Embedder,
+    english_companion: Embedder,
+    supervisor: Supervisor,
 ) -> None:
     store = MemoryVectors()
     cache = store.cache
-    build = index_builder([embedder, english_companion], store, wait_seconds=30)
+    build = index_builder(
+        [embedder, english_companion], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30
+    )
     index = await build(tools)
     await build.aclose()
     assert isinstance(index, ProgressiveIndex)
@@ -288,15 +307,22 @@ async def test_companion_vectors_are_cached_apart_and_without_words(
 
 
 async def test_a_catalog_within_the_wait_is_hybrid_from_its_first_search(
-    tools: list[Tool], embedder: Embedder
+    tools: list[Tool],
+    embedder: Embedder,
+    supervisor: Supervisor,
 ) -> None:
-    index = await index_builder([embedder], MemoryVectors(), wait_seconds=30)(tools)
+    index = await index_builder(
+        [embedder], MemoryVectors(), supervisor, executor=supervisor.pool("work"), wait_seconds=30
+    )(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, HybridIndex)
 
 
 async def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
-    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    tools: list[Tool],
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    supervisor: Supervisor,
 ) -> None:
     release = threading.Event()
     original = embedder.embed_passages
@@ -306,7 +332,9 @@ async def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_passages", slow)
-    index = await index_builder([embedder], MemoryVectors(), wait_seconds=0)(tools)
+    index = await index_builder(
+        [embedder], MemoryVectors(), supervisor, executor=supervisor.pool("work"), wait_seconds=0
+    )(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
@@ -316,14 +344,20 @@ async def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
 
 
 async def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
-    tools: list[Tool], embedder: Embedder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tools: list[Tool],
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    supervisor: Supervisor,
 ) -> None:
     def failing(texts: list[str]) -> np.ndarray:
         raise RuntimeError("onnxruntime failed")
 
     monkeypatch.setattr(embedder, "embed_passages", failing)
     with caplog.at_level(logging.ERROR, logger="toolsearch"):
-        index = await index_builder([embedder], MemoryVectors(), wait_seconds=30)(tools)
+        index = await index_builder(
+            [embedder], MemoryVectors(), supervisor, executor=supervisor.pool("work"), wait_seconds=30
+        )(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
@@ -331,18 +365,33 @@ async def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
 
 
 async def test_the_embedding_thread_reports_each_catalog_it_embeds(
-    tools: list[Tool], embedder: Embedder
+    tools: list[Tool],
+    embedder: Embedder,
+    supervisor: Supervisor,
 ) -> None:
     done: list[tuple[float, bool]] = []
-    embedding = EmbeddingWorker(on_done=lambda seconds, succeeded: done.append((seconds, succeeded)))
-    index = await index_builder([embedder], MemoryVectors(), embedding=embedding, wait_seconds=30)(tools)
+    embedding = EmbeddingWorker(
+        (), supervisor, on_done=lambda seconds, succeeded: done.append((seconds, succeeded))
+    )
+    index = await index_builder(
+        [embedder],
+        MemoryVectors(),
+        supervisor,
+        executor=supervisor.pool("work"),
+        embedding=embedding,
+        wait_seconds=30,
+    )(tools)
     assert isinstance(index, ProgressiveIndex)
     assert [succeeded for _, succeeded in done] == [True]
     assert embedding.pending == 0
 
 
 async def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_lexical(
-    tools: list[Tool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tools: list[Tool],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    supervisor: Supervisor,
 ) -> None:
     write_model(tmp_path / "model", tokenizer=_tokenizer())
     embedder = load_model(tmp_path / "model")
@@ -355,8 +404,15 @@ async def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_l
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_passages", held)
-    embedding = EmbeddingWorker([embedder])
-    index = await index_builder([embedder], MemoryVectors(), embedding=embedding, wait_seconds=0)(tools)
+    embedding = EmbeddingWorker([embedder], supervisor)
+    index = await index_builder(
+        [embedder],
+        MemoryVectors(),
+        supervisor,
+        executor=supervisor.pool("work"),
+        embedding=embedding,
+        wait_seconds=0,
+    )(tools)
     assert await asyncio.to_thread(started.wait, 30)
     threading.Timer(0.1, release.set).start()  # the model run under way ends after `close` began
     with caplog.at_level(logging.ERROR, logger="toolsearch"):
@@ -382,10 +438,14 @@ def _runs(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str
 
 
 def test_a_companions_run_goes_to_the_query_runs_while_the_first_model_runs_here(
-    tools: list[Tool], embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+    tools: list[Tool],
+    embedder: Embedder,
+    english_companion: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    query_runs: ThreadPoolExecutor,
 ) -> None:
     first, companion = _runs(embedder, monkeypatch), _runs(english_companion, monkeypatch)
-    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)])
+    index = _hybrid(tools, embedder, companions=[QueryVectors(english_companion)], query_runs=query_runs)
     index.search("delete an issue in the tracker", 4)
     assert first == [(threading.current_thread().name, ["delete an issue in the tracker"])]
     assert [(thread.startswith("toolsearch-query"), texts) for thread, texts in companion] == [
@@ -432,7 +492,10 @@ def test_a_request_seen_before_runs_no_model(
 
 
 def test_a_failed_model_run_fails_the_whole_after_the_others_have_ended(
-    embedder: Embedder, english_companion: Embedder, monkeypatch: pytest.MonkeyPatch
+    embedder: Embedder,
+    english_companion: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+    query_runs: ThreadPoolExecutor,
 ) -> None:
     working, failing = QueryVectors(embedder), QueryVectors(english_companion)
 
@@ -441,14 +504,23 @@ def test_a_failed_model_run_fails_the_whole_after_the_others_have_ended(
 
     monkeypatch.setattr(english_companion, "embed_queries", closed)
     with pytest.raises(EmbedderClosed):
-        embed_at_once([(failing, ["find files"]), (working, ["find files"])], query_runs())
+        embed_at_once([(failing, ["find files"]), (working, ["find files"])], query_runs)
     assert len(working) == 1
 
 
-async def test_a_catalog_submitted_after_close_stays_lexical(tools: list[Tool], embedder: Embedder) -> None:
-    embedding = EmbeddingWorker()
+async def test_a_catalog_submitted_after_close_stays_lexical(
+    tools: list[Tool], embedder: Embedder, supervisor: Supervisor
+) -> None:
+    embedding = EmbeddingWorker((), supervisor)
     assert embedding.close(timeout=1)
-    index = await index_builder([embedder], MemoryVectors(), embedding=embedding, wait_seconds=30)(tools)
+    index = await index_builder(
+        [embedder],
+        MemoryVectors(),
+        supervisor,
+        executor=supervisor.pool("work"),
+        embedding=embedding,
+        wait_seconds=30,
+    )(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert embedding.pending == 0
@@ -460,18 +532,28 @@ def _query_run_threads() -> list[str]:
     ]
 
 
-async def test_a_served_indexs_further_model_runs_go_to_its_worker_and_end_with_it(
-    tools: list[Tool], embedder: Embedder, english_companion: Embedder
+async def test_a_served_indexs_further_model_runs_go_to_its_worker_and_end_with_its_supervisor(
+    tools: list[Tool],
+    embedder: Embedder,
+    english_companion: Embedder,
+    supervisor: Supervisor,
 ) -> None:
-    embedding = EmbeddingWorker()  # without the models, which closing would close for the other tests
+    supervisor = Supervisor()
+    embedding = EmbeddingWorker((), supervisor)  # without the models, which the other tests use
     index = await index_builder(
-        [embedder, english_companion], MemoryVectors(), embedding=embedding, wait_seconds=30
+        [embedder, english_companion],
+        MemoryVectors(),
+        supervisor,
+        executor=supervisor.pool("work"),
+        embedding=embedding,
+        wait_seconds=30,
     )(tools)
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
     index.search("delete an issue in the tracker", 4)  # the companion's run goes to the worker's threads
     assert _query_run_threads()
 
     assert embedding.close(timeout=5)
+    await supervisor.aclose()
 
     assert _query_run_threads() == []
     with pytest.raises(RuntimeError):

@@ -18,6 +18,7 @@ from toolsearch.backends.disk_vectors import DiskVectorCache
 from toolsearch.backends.layers import DiskVectors, LayeredVectors
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import load_model
+from toolsearch.runtime import Supervisor
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
 from toolsearch.testing import serve_proxy_process
@@ -193,8 +194,10 @@ async def test_a_layered_store_reads_the_back_for_what_the_front_misses_and_keep
     assert DIGESTS[1] in back.cache.get_many(MODEL, [DIGESTS[1]])
 
 
-async def test_the_disk_store_reads_and_writes_its_files_off_the_event_loop(tmp_path: Path) -> None:
-    disk = DiskVectors(DiskVectorCache(tmp_path, max_bytes=LARGE), None)
+async def test_the_disk_store_reads_and_writes_its_files_off_the_event_loop(
+    tmp_path: Path, supervisor: Supervisor
+) -> None:
+    disk = DiskVectors(DiskVectorCache(tmp_path, max_bytes=LARGE), supervisor.pool("work"))
     await disk.put_many(MODEL, {DIGESTS[0]: _vector(0)})
     found = await disk.get_many(MODEL, DIGESTS[:2])
     assert list(found) == [DIGESTS[0]]

@@ -14,15 +14,18 @@ from toolsearch.backends.base import Backend
 from toolsearch.backends.disk_vectors import DiskVectorCache
 from toolsearch.backends.layers import DiskVectors, LayeredVectors
 from toolsearch.backends.memory import MemoryBackend
+from toolsearch.runtime import Supervisor
 from toolsearch.settings import Settings
 from toolsearch.tool import ToolInterner
 
 
-def open_backend(settings: Settings, interner: ToolInterner, executor: Executor | None = None) -> Backend:
-    """The backend the settings ask for: a Redis shared by the replicas with --redis-url, else this
-    process. With --vector-cache-dir, tool vectors are also kept on this machine's disk (read and
-    written on `executor`): in front of Redis (a restart reads no network), behind the process's
-    memory (an index build reads no disk)."""
+def open_backend(
+    settings: Settings, interner: ToolInterner, supervisor: Supervisor, executor: Executor
+) -> Backend:
+    """The backend the settings ask for: a Redis shared by the replicas with --redis-url (its lease
+    renewals started through `supervisor`), else this process. With --vector-cache-dir, tool
+    vectors are also kept on this machine's disk (read and written on `executor`): in front of
+    Redis (a restart reads no network), behind the process's memory (an index build reads no disk)."""
     disk = None
     if settings.vector_cache_dir:
         cache = DiskVectorCache(settings.vector_cache_dir, max_bytes=settings.vector_cache_max_mb * 1_000_000)
@@ -37,6 +40,7 @@ def open_backend(settings: Settings, interner: ToolInterner, executor: Executor 
     shared = RedisBackend.from_url(
         settings.redis_url,
         interner,
+        supervisor=supervisor,
         prefix=settings.redis_prefix,
         ttl=settings.redis_ttl,
         timeout=settings.redis_timeout,

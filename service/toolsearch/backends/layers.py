@@ -21,7 +21,7 @@ from toolsearch.search.vectors import VectorStore
 class DiskVectors:
     """`VectorStore` over a `DiskVectorCache`, its file reads and writes run on `executor`."""
 
-    def __init__(self, cache: DiskVectorCache, executor: Executor | None) -> None:
+    def __init__(self, cache: DiskVectorCache, executor: Executor) -> None:
         self.cache = cache
         self._executor = executor
 

@@ -40,6 +40,7 @@ from toolsearch.backends.redis_connection import (
     CorruptEntry,
     connect,
 )
+from toolsearch.runtime import Supervisor
 from toolsearch.search.vectors import VectorStore
 from toolsearch.tool import ToolInterner
 
@@ -128,6 +129,7 @@ class RedisBackend:
         client: redis.Redis | RedisCluster,
         interner: ToolInterner,
         *,
+        supervisor: Supervisor,
         prefix: str = "toolsearch:",
         ttl: float = 86_400.0,
         timeout: float = 1.0,
@@ -137,16 +139,21 @@ class RedisBackend:
         self.connection = Connection(client, prefix=prefix, timeout=timeout)
         ttl_ms = max(1, int(ttl * 1000))
         self.catalogs = RedisCatalogStore(
-            self.connection, interner, ttl_ms=ttl_ms, lease_ms=max(1, int(lease_ttl * 1000)), clock=clock
+            self.connection,
+            interner,
+            ttl_ms=ttl_ms,
+            lease_ms=max(1, int(lease_ttl * 1000)),
+            clock=clock,
+            supervisor=supervisor,
         )
         self.vectors: VectorStore = RedisVectors(self.connection, ttl_ms)
         self.outcomes = RedisOutcomes(self.connection)
 
     @classmethod
     def from_url(
-        cls, url: str, interner: ToolInterner, *, timeout: float = 1.0, **options: Any
+        cls, url: str, interner: ToolInterner, *, supervisor: Supervisor, timeout: float = 1.0, **options: Any
     ) -> RedisBackend:
-        return cls(connect(url, timeout=timeout), interner, timeout=timeout, **options)
+        return cls(connect(url, timeout=timeout), interner, supervisor=supervisor, timeout=timeout, **options)
 
     @property
     def failures(self) -> int:

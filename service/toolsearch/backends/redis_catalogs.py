@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import re
 import secrets
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Final
@@ -33,6 +33,7 @@ from toolsearch.backends.redis_connection import (
     Connection,
     CorruptEntry,
 )
+from toolsearch.runtime import Supervisor
 from toolsearch.tool import Tool, ToolInterner
 
 FORMAT: Final = 1
@@ -60,8 +61,11 @@ class RedisCatalogStore:
         ttl_ms: int,
         lease_ms: int,
         clock: Callable[[], float],
+        supervisor: Supervisor,
     ) -> None:
         self._redis = connection
+        self._supervisor = supervisor
+        """Starts the renewals and late releases of leases, which run on their own."""
         self._interner = interner
         self._ttl_ms = ttl_ms
         self._lease_ms = lease_ms
@@ -71,8 +75,6 @@ class RedisCatalogStore:
         self._release = client.register_script(RELEASE)
         self._renew = client.register_script(RENEW)
         self._swap_pins = client.register_script(SWAP_PINS)
-        self._lease_tasks: set[asyncio.Task[None]] = set()
-        """Renewals and late releases of leases, running on their own."""
 
     async def listed_at(self, key: str) -> float | None:
         catalog_key = self._redis.keys.catalog(key)
@@ -156,7 +158,7 @@ class RedisCatalogStore:
             yield False
             return
         released = asyncio.Event()
-        self._spawn(self._keep_lease(lock_key, owner, released))
+        self._supervisor.start(self._keep_lease(lock_key, owner, released), name="lease renewal")
         try:
             yield True
         finally:
@@ -259,12 +261,7 @@ class RedisCatalogStore:
             with suppress(StoreUnavailable, CorruptEntry):
                 await self._redis.ask(lambda: self._release(keys=[lock_key], args=[owner]))
 
-        self._spawn(release())
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._lease_tasks.add(task)
-        task.add_done_callback(self._lease_tasks.discard)
+        self._supervisor.start(release(), name="lease release")
 
     async def _keep_lease(self, lock_key: str, owner: str, released: asyncio.Event) -> None:
         """Renew the lease until `released`; a crashed holder stops renewing and its lease expires."""

@@ -22,7 +22,7 @@ from toolsearch.backends.base import CatalogRecord, CatalogStore, StoreUnavailab
 from toolsearch.catalog.listing import UpstreamListing
 from toolsearch.identity import CallerIdentity
 from toolsearch.mcp.caller import CallerHeaders
-from toolsearch.runtime.single_flight import SingleFlight
+from toolsearch.runtime import SingleFlight, Supervisor
 
 logger = logging.getLogger(__name__)
 
@@ -33,16 +33,19 @@ _MAX_WAIT_SECONDS: Final = 30.0
 
 
 class Background:
-    """Catalog work left to run, at most one task per key: a failure is logged, and the catalog
-    served before keeps serving."""
+    """Catalog work left to run (tasks of `supervisor`, named `name`), at most one per key: a
+    failure is logged, and the catalog served before keeps serving."""
 
-    def __init__(self) -> None:
+    def __init__(self, supervisor: Supervisor, name: str) -> None:
         self.running: dict[str, asyncio.Task[Any]] = {}
+        self._supervisor = supervisor
+        self._name = name
 
     def start(self, key: str, work: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         if key in self.running:
             return
-        task = self.running[key] = asyncio.create_task(work())
+        # Awaited by nobody, but its failure is logged below, and an outage not at all.
+        task = self.running[key] = self._supervisor.start(work(), name=self._name, awaited=True)
 
         def finished(task: asyncio.Task[Any]) -> None:
             self.running.pop(key, None)
@@ -53,22 +56,25 @@ class Background:
 
         task.add_done_callback(finished)
 
-    async def aclose(self) -> None:
-        await _cancelled(list(self.running.values()))
-
 
 class CatalogCoherence:
     """Listings made once across replicas, and this replica's copies checked against the store's."""
 
     def __init__(
-        self, store: CatalogStore, listing: UpstreamListing, *, ttl: float, clock: Callable[[], float]
+        self,
+        store: CatalogStore,
+        listing: UpstreamListing,
+        supervisor: Supervisor,
+        *,
+        ttl: float,
+        clock: Callable[[], float],
     ) -> None:
         self._store = store
         self._listing = listing
         self._ttl = ttl
         self._clock = clock
-        self._first_listings: SingleFlight[CatalogRecord] = SingleFlight()
-        self._write_backs = Background()
+        self._first_listings: SingleFlight[CatalogRecord] = SingleFlight(supervisor, "first listing")
+        self._write_backs = Background(supervisor, "catalog write-back")
 
     def first_listing_running(self, key: str) -> bool:
         """Whether a first listing of `key` is under way in this process."""
@@ -106,9 +112,6 @@ class CatalogCoherence:
         with suppress(StoreUnavailable):
             await self._store.put(identity.key, record)
         return record
-
-    async def aclose(self) -> None:
-        await _cancelled([*self._write_backs.running.values(), *self._first_listings.running.values()])
 
     async def _stored_fresh(self, key: str) -> CatalogRecord | None:
         """The store's record of `key` if it is fresh: another replica listed it a moment ago."""
@@ -151,9 +154,3 @@ class CatalogCoherence:
 
     def _write_back(self, key: str, record: CatalogRecord) -> None:
         self._write_backs.start(key, lambda: self._store.put(key, record))
-
-
-async def _cancelled(tasks: list[asyncio.Task[Any]]) -> None:
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)

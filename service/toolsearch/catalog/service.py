@@ -31,6 +31,7 @@ from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.integrity.flags import MAX_DEMOTED, flagged_last
 from toolsearch.integrity.tool_guard import ToolGuard
 from toolsearch.mcp.caller import CallerHeaders
+from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.telemetry import CATALOG_RESULT, Telemetry
 from toolsearch.tool import Tool, ToolInterner
@@ -140,6 +141,8 @@ class CatalogService:
         store: CatalogStore,
         index_builder: IndexBuilder,
         *,
+        supervisor: Supervisor,
+        work: Executor,
         ttl: float,
         max_materialized: int = 1024,
         max_tools: int = 10_000,
@@ -148,13 +151,14 @@ class CatalogService:
         clock: Callable[[], float] = time.time,
         telemetry: Telemetry | None = None,
         guard: ToolGuard | None = None,
-        work: Executor | None = None,
     ) -> None:
+        """Background work (first listings shared, refreshes, write-backs) is started through
+        `supervisor`, which stops it; flags and toolsets are computed on `work`."""
         self._telemetry = telemetry or Telemetry(use_environment=False)
         self._identifier = identifier or TokenIdentifier()
         self._ttl = ttl
         self._clock = clock
-        toolsets = Toolsets(index_builder, guard, work)
+        toolsets = Toolsets(index_builder, supervisor, work, guard)
         self._listing = UpstreamListing(
             upstream,
             toolsets,
@@ -164,9 +168,9 @@ class CatalogService:
             telemetry=self._telemetry,
             guard=guard,
         )
-        self._coherence = CatalogCoherence(store, self._listing, ttl=ttl, clock=clock)
+        self._coherence = CatalogCoherence(store, self._listing, supervisor, ttl=ttl, clock=clock)
         self._served = ServedCatalogs(toolsets, Quarantine(guard), size=max_materialized, clock=clock)
-        self._refreshes = Background()
+        self._refreshes = Background(supervisor, "catalog refresh")
 
     @property
     def listings(self) -> int:
@@ -204,8 +208,7 @@ class CatalogService:
         return {"cached_catalogs": len(self._served), "listings": self.listings}
 
     async def aclose(self) -> None:
-        await self._refreshes.aclose()
-        await self._coherence.aclose()
+        """Close the identifier (its JWKS client); background work is the supervisor's to stop."""
         await self._identifier.aclose()
 
     async def _current(self, key: str) -> Catalog | None:

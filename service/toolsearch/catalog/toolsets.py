@@ -19,7 +19,7 @@ from toolsearch.catalog.twins import twin_groups
 from toolsearch.integrity.flags import CONFUSABLE_NAME, Integrity, integrity
 from toolsearch.integrity.tool_guard import ToolGuard
 from toolsearch.naming import split_qualified_name
-from toolsearch.runtime.single_flight import SingleFlight
+from toolsearch.runtime import SingleFlight, Supervisor
 from toolsearch.search import SearchIndex
 from toolsearch.tool import Tool
 
@@ -79,14 +79,18 @@ class Toolsets:
     callers ask for it at the same time."""
 
     def __init__(
-        self, index_builder: IndexBuilder, guard: ToolGuard | None = None, work: Executor | None = None
+        self,
+        index_builder: IndexBuilder,
+        supervisor: Supervisor,
+        work: Executor,
+        guard: ToolGuard | None = None,
     ) -> None:
         self._build_index = index_builder
         self._guard = guard
         self.work = work
-        """Where flags and toolsets are computed, off the event loop (None: asyncio's default)."""
+        """Where flags and toolsets are computed, off the event loop."""
         self._toolsets: weakref.WeakValueDictionary[str, Toolset] = weakref.WeakValueDictionary()
-        self._toolset_builds: SingleFlight[Toolset] = SingleFlight()
+        self._toolset_builds: SingleFlight[Toolset] = SingleFlight(supervisor, "toolset build")
 
     def get(self, digest: str) -> Toolset | None:
         """The toolset of catalog `digest`, if some caller's catalog holds it."""

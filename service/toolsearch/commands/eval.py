@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,7 @@ def add_eval_command(subparsers: Subparsers) -> argparse.ArgumentParser:
 def _run_eval_command(args: argparse.Namespace) -> int:
     from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
     from toolsearch.embedding import ModelError
+    from toolsearch.embedding.embedder import usable_cores
     from toolsearch.search.build import profile_index
     from toolsearch.search.profile import Profile, load_profile
 
@@ -78,10 +80,12 @@ def _run_eval_command(args: argparse.Namespace) -> int:
     except (QueryFileError, CatalogFileError, ModelError) as error:
         print(f"toolsearch eval: error: {error}", file=sys.stderr)
         return 2
-    started = time.perf_counter()
-    index = profile_index(tools, profile, mode=mode)
-    built = time.perf_counter() - started
-    outcomes = run_queries(index.search, [tool.name for tool in tools], queries)
+    # A request's models run at once on these threads, as a proxy's do (`query_runs`).
+    with ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query-runs") as runs:
+        started = time.perf_counter()
+        index = profile_index(tools, profile, mode=mode, query_runs=runs)
+        built = time.perf_counter() - started
+        outcomes = run_queries(index.search, [tool.name for tool in tools], queries)
     report = summarize(outcomes)
     report["index_seconds"] = built
     model = "".join(f", {model.name}" for model in profile.models) + (", learned" if profile.ranker else "")

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
@@ -28,13 +29,13 @@ def search_catalog_file(path: str | Path, query: str, limit: int = 10) -> list[t
     return [(tools[hit.position].name, hit.score) for hit in hits]
 
 
-def _index(tools: Sequence[Tool], model_dirs: Sequence[Path]) -> SearchIndex:
+def _index(tools: Sequence[Tool], model_dirs: Sequence[Path], query_runs: Executor) -> SearchIndex:
     if not model_dirs:
         return LexicalIndex.build(tools)
     from toolsearch.search.build import profile_index
     from toolsearch.search.profile import load_profile
 
-    return profile_index(tools, load_profile(model_dirs, threads=2))
+    return profile_index(tools, load_profile(model_dirs, threads=2), query_runs=query_runs)
 
 
 def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[int, float, dict[str, float]]]:
@@ -96,7 +97,9 @@ def _run_search_command(args: argparse.Namespace) -> int:
         return 2
     try:
         tools = load_catalog_tools(args.catalog or recorded_catalog_path())
-        results = _explained(_index(tools, args.model_dir), args.query, args.limit)
+        # A request's models run at once on these threads, as a proxy's do (`query_runs`).
+        with ThreadPoolExecutor(thread_name_prefix="toolsearch-query-runs") as runs:
+            results = _explained(_index(tools, args.model_dir, runs), args.query, args.limit)
     except (CatalogFileError, ModelError) as error:
         print(f"toolsearch search: error: {error}", file=sys.stderr)
         return 2

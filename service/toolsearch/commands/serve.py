@@ -70,15 +70,18 @@ def _serve(args: argparse.Namespace) -> int:
         from toolsearch.proxy import Proxy
         from toolsearch.transport.stdio import serve_stdio
 
-        proxy = Proxy.from_settings(settings)
-        asyncio.run(serve_stdio(proxy))
+        async def wired_and_served() -> Proxy:
+            proxy = Proxy.from_settings(settings)  # on the event loop that serves it
+            await serve_stdio(proxy)
+            return proxy
+
+        proxy: Proxy | None = asyncio.run(wired_and_served())
     else:
         import uvicorn
 
         from toolsearch.transport.http import create_app
 
         app = create_app(settings)
-        proxy = app.state.proxy
         uvicorn.run(
             app,
             host=settings.host,
@@ -89,10 +92,11 @@ def _serve(args: argparse.Namespace) -> int:
             # uvicorn annotates whole seconds but waits with asyncio.wait_for, which takes any.
             timeout_graceful_shutdown=settings.shutdown_grace,  # type: ignore[arg-type]
         )
+        proxy = getattr(app.state, "proxy", None)  # wired in the app's lifespan
     # uvicorn re-raises the SIGTERM it handled, which ends the process before this line, except as
     # PID 1 (a container without an init), where the kernel ignores it. Finalizing the interpreter
     # while a model run goes on in the embedding thread aborts the process: leave without it then.
-    if proxy.embedding_running:
+    if proxy is not None and proxy.embedding_running:
         logging.shutdown()
         os._exit(0)
     return 0

@@ -50,7 +50,6 @@ from toolsearch.metatools.definitions import (
 )
 from toolsearch.metatools.policy import ToolPolicy
 from toolsearch.metatools.validation import argument_problems
-from toolsearch.outcomes import SearchOutcomes
 from toolsearch.telemetry import Telemetry, elapsed
 from toolsearch.tool import tool_digest
 
@@ -106,22 +105,23 @@ class MetaTools:
         upstream: ToolCaller,
         policy: ToolPolicy,
         *,
+        outcomes: Outcomes,
+        work: Executor,
         max_batch_calls: int = 10,
         search_schemas: int = 3,
         answer_chars: int = 1500,
         telemetry: SearchTelemetry | None = None,
-        outcomes: Outcomes | None = None,
-        work: Executor | None = None,
     ) -> None:
+        """Searches run on `work`, off the event loop (the proxy's threads); `outcomes` records
+        what follows each search."""
         self._telemetry = telemetry or Telemetry(use_environment=False)
-        self._outcomes = outcomes or SearchOutcomes.in_process(Telemetry(use_environment=False))
+        self._outcomes = outcomes
         self._catalogs = catalogs
         self._upstream = upstream
         self._policy = policy
         self._search_schemas = search_schemas
         self._answer_chars = answer_chars
         self._work = work
-        """Where searches run, off the event loop (the proxy's threads; None: asyncio's default)."""
         self.definitions: list[dict[str, Any]] = definitions(max_batch_calls)
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
         # Validators are cached by schema content; the batch tool's schema depends on the settings.

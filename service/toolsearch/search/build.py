@@ -2,7 +2,9 @@
 
 `build_index` and `profile_index` build an index at once (eval, `toolsearch search`, training);
 `index_builder` makes what a proxy's `CatalogService` builds each distinct catalog's index with: a
-`ProgressiveIndex`, BM25F at once and hybrid once the catalog is embedded in the background.
+`ProgressiveIndex`, BM25F at once and hybrid once the catalog is embedded in the background. No
+pool or task is made here: whoever builds an index hands in the threads its request runs go to
+(`query_runs`), and a proxy's builder starts its work through the proxy's `Supervisor`.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Literal, Protocol
 
 import numpy as np
 
 from toolsearch.embedding import Embedder
-from toolsearch.embedding.embedder import usable_cores
+from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchIndex
 from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries
@@ -37,14 +39,6 @@ _WRITE_BACK_SECONDS = 5.0
 """How long closing waits for the new vectors of the catalogs embedded last to be written back."""
 
 
-@functools.cache
-def query_runs() -> ThreadPoolExecutor:
-    """Where a request's further model runs go while its first runs on the searching thread, for
-    indexes built outside a proxy (eval, `toolsearch search`), made on first use; a proxy's go to
-    its `EmbeddingWorker.query_runs`, closed with it."""
-    return ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query")
-
-
 def build_index(
     tools: Sequence[Tool],
     embedder: Embedder | None = None,
@@ -56,10 +50,12 @@ def build_index(
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
     abstainer: Abstainer | None = None,
+    query_runs: Executor | None = None,
 ) -> SearchIndex:
     """The index of `tools`: BM25F alone without an embedder (or in mode bm25), else hybrid or
     dense, with the `companions`' models, the `ranker` and its `abstainer` (in hybrid mode) and
-    the `dictionaries` that translate queries; tool vectors come from `cache` where it has them."""
+    the `dictionaries` that translate queries; tool vectors come from `cache` where it has them.
+    A request's models run at once on `query_runs` (the caller's pool), else one after another."""
     lexical = LexicalIndex.build(tools)
     if embedder is None or mode == "bm25":
         return lexical
@@ -72,13 +68,18 @@ def build_index(
         ranker=ranker if mode == "hybrid" else None,
         dictionaries=dictionaries,
         mode=mode,
-        query_runs=query_runs(),
+        query_runs=query_runs,
         abstainer=abstainer if mode == "hybrid" else None,
     )
 
 
 def profile_index(
-    tools: Sequence[Tool], profile: Profile, *, mode: Mode = "hybrid", cache: VectorCache | None = None
+    tools: Sequence[Tool],
+    profile: Profile,
+    *,
+    mode: Mode = "hybrid",
+    cache: VectorCache | None = None,
+    query_runs: Executor | None = None,
 ) -> SearchIndex:
     """`build_index` with a profile's models (the first, then companions), ranker, abstainer and
     dictionaries; BM25F alone for a profile without models."""
@@ -92,6 +93,7 @@ def profile_index(
         ranker=profile.ranker,
         dictionaries=profile.dictionaries,
         abstainer=profile.abstainer,
+        query_runs=query_runs,
     )
 
 
@@ -139,7 +141,7 @@ class IndexBuilder(Protocol):
 class LexicalBuilder:
     """BM25F alone (no model), built on `executor`."""
 
-    def __init__(self, executor: Executor | None = None) -> None:
+    def __init__(self, executor: Executor) -> None:
         self._executor = executor
 
     async def __call__(self, tools: Sequence[Tool]) -> SearchIndex:
@@ -165,10 +167,12 @@ class ProgressiveBuilder:
         hybrid: Callable[[LexicalIndex, Sequence[Tool], VectorCache], SearchIndex],
         *,
         embedding: EmbeddingWorker,
+        supervisor: Supervisor,
+        executor: Executor,
         wait_seconds: float = EMBEDDING_WAIT_SECONDS,
-        executor: Executor | None = None,
     ) -> None:
         self._models = tuple(models)
+        self._supervisor = supervisor
         self._store = store
         self._hybrid = hybrid
         self._embedding = embedding
@@ -183,7 +187,9 @@ class ProgressiveBuilder:
         lexical, wanted = await loop.run_in_executor(self._executor, self._prepare, tools)
         index = ProgressiveIndex(lexical)
         upgraded = loop.create_future()
-        self._last = asyncio.create_task(self._embed(index, lexical, tools, wanted, upgraded, self._last))
+        self._last = self._supervisor.start(
+            self._embed(index, lexical, tools, wanted, upgraded, self._last), name="catalog embedding"
+        )
         self._under_way.add(self._last)
         self._last.add_done_callback(self._under_way.discard)
         await asyncio.wait([upgraded], timeout=self._wait_seconds)
@@ -247,22 +253,24 @@ class _Found:
 def index_builder(
     models: Sequence[Embedder],
     store: VectorStore,
+    supervisor: Supervisor,
     *,
+    executor: Executor,
     embedding: EmbeddingWorker | None = None,
     wait_seconds: float = EMBEDDING_WAIT_SECONDS,
     ranker: Ranker | None = None,
     dictionaries: Dictionaries | None = None,
     abstainer: Abstainer | None = None,
-    executor: Executor | None = None,
 ) -> IndexBuilder:
     """What `CatalogService` builds each distinct catalog's index with: BM25F alone without
-    `models`; else a `ProgressiveBuilder` of hybrid indexes with the first model, the others as
-    companions, the `ranker`, its `abstainer` and the `dictionaries`, embedded by `embedding` (a
-    new worker by default); the build waits up to `wait_seconds` for the hybrid index."""
+    `models` (built on `executor`); else a `ProgressiveBuilder` of hybrid indexes with the first
+    model, the others as companions, the `ranker`, its `abstainer` and the `dictionaries`,
+    embedded by `embedding` (a worker of `supervisor`'s by default); the build waits up to
+    `wait_seconds` for the hybrid index."""
     if not models:
         return LexicalBuilder(executor)
     first, *companions = models
-    embedding = embedding or EmbeddingWorker()
+    embedding = embedding or EmbeddingWorker((), supervisor)
     hybrid = functools.partial(
         _with_models,
         query_vectors=QueryVectors(first),
@@ -273,5 +281,11 @@ def index_builder(
         query_runs=embedding.query_runs,
     )
     return ProgressiveBuilder(
-        models, store, hybrid, embedding=embedding, wait_seconds=wait_seconds, executor=executor
+        models,
+        store,
+        hybrid,
+        embedding=embedding,
+        supervisor=supervisor,
+        executor=executor,
+        wait_seconds=wait_seconds,
     )

@@ -17,13 +17,15 @@ then only adds up the columns of its terms, whatever the catalog size.
 from __future__ import annotations
 
 import bisect
-import functools
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import scipy.sparse
+from cachetools import LRUCache
 
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
@@ -163,8 +165,8 @@ class LexicalIndex:
         self._sorted_columns = order
         self._column_of_term = {int(term_id): column for column, term_id in enumerate(term_ids)}
         # Queries repeat words; a word's columns depend on the index alone (profiled: ~18% of a search).
-        self._columns_of_word = functools.lru_cache(maxsize=16384)(self._word_columns)
-        self._is_unknown = functools.lru_cache(maxsize=16384)(self._is_unknown_word)
+        self._word_columns_memo: _Memo[text.Word, list[tuple[set[int], float]]] = _Memo(_MEMO_SIZE)
+        self._unknown_memo: _Memo[str, bool] = _Memo(_MEMO_SIZE)
 
     @classmethod
     def build(cls, tools: Sequence[Tool]) -> LexicalIndex:
@@ -276,11 +278,11 @@ class LexicalIndex:
         """The words of `query` (of four letters or more, in lower case, each once, in order) that no
         tool's text has a term of: words of another language, or misspelt."""
         words = {token.lower(): token for token in text.spelled_words(query[:MAX_QUERY_CHARS])}
-        return [word for word, token in words.items() if self._is_unknown(token)]
+        return [word for word, token in words.items() if self.is_unknown(token)]
 
     def is_unknown(self, word: str) -> bool:
         """Whether no tool's text has a term of `word` (a content word)."""
-        return self._is_unknown(word)
+        return self._unknown_memo.get(word, self._is_unknown_word)
 
     def _is_unknown_word(self, word: str) -> bool:
         """Whether `word` is a content word (not a stopword) and no tool has any of its terms."""
@@ -291,7 +293,7 @@ class LexicalIndex:
         """Per distinct query word: the columns of its terms, and how much they count."""
         found: dict[tuple[int, ...], float] = {}
         for word in text.analyze(query[:MAX_QUERY_CHARS]):
-            for columns, weight in self._columns_of_word(word):
+            for columns, weight in self._word_columns_memo.get(word, self._word_columns):
                 if columns:
                     key = tuple(sorted(columns))
                     found[key] = max(found.get(key, 0.0), weight)
@@ -371,3 +373,27 @@ def _name_positions(tools: Sequence[Tool]) -> dict[str, np.ndarray]:
             positions.setdefault(key, []).append(position)
         positions.setdefault(_EXACT + tool.name, []).append(position)
     return {key: np.array(found, dtype=np.int64) for key, found in positions.items()}
+
+
+_MEMO_SIZE = 16384
+_Key = TypeVar("_Key", bound=Hashable)
+_Value = TypeVar("_Value")
+
+
+class _Memo(Generic[_Key, _Value]):
+    """Values of a pure function of a key, the `size` most recently used kept; thread-safe (searches
+    run on several threads). It holds values only, never the function: an index keeping the memo of
+    its own method would hold itself in a reference cycle, freed only by the garbage collector."""
+
+    def __init__(self, size: int) -> None:
+        self._values: LRUCache[_Key, _Value] = LRUCache(size)
+        self._lock = threading.Lock()
+
+    def get(self, key: _Key, compute: Callable[[_Key], _Value]) -> _Value:
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+        value = compute(key)
+        with self._lock:
+            self._values[key] = value
+        return value

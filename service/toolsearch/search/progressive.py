@@ -12,14 +12,14 @@ never shows lexical results.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
 from toolsearch.embedding import Embedder, EmbedderClosed
 from toolsearch.embedding.embedder import usable_cores
+from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchHit, SearchIndex
 
 logger = logging.getLogger(__name__)
@@ -56,25 +56,26 @@ class ProgressiveIndex:
         return True
 
 
-_Job = tuple[ProgressiveIndex, Callable[[], SearchIndex], Future[bool]]
-
 EmbeddingDone = Callable[[float, bool], None]
 """Told each finished embedding's seconds and whether it succeeded (telemetry)."""
 
 
 class EmbeddingWorker:
-    """One daemon thread that upgrades indexes in order, running `models`, until `close`; and the
-    threads a request's further model runs go to meanwhile (`query_runs`), shut down with it."""
+    """Upgrades indexes one at a time, in order, on its one thread (`embedding`), running `models`
+    until `close`; and the threads a request's further model runs go to meanwhile (`query_runs`).
+    Both pools are `supervisor`'s, which shuts them down."""
 
-    def __init__(self, models: Sequence[Embedder] = (), on_done: EmbeddingDone | None = None) -> None:
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+    def __init__(
+        self, models: Sequence[Embedder], supervisor: Supervisor, on_done: EmbeddingDone | None = None
+    ) -> None:
         self._models = tuple(models)
-        self._thread: threading.Thread | None = None
+        self._embedding = supervisor.pool("embedding", 1)
         self._lock = threading.Lock()
         self._pending = 0
+        self._running = 0
         self._closed = False
         self._on_done = on_done
-        self.query_runs = ThreadPoolExecutor(usable_cores(), thread_name_prefix="toolsearch-query-runs")
+        self.query_runs = supervisor.pool("query-runs", usable_cores())
         """Where a request's further model runs go while its first runs on the searching thread."""
 
     @property
@@ -84,63 +85,57 @@ class EmbeddingWorker:
 
     @property
     def running(self) -> bool:
-        """Whether the thread is alive: after `close`, still inside a model run."""
-        return self._thread is not None and self._thread.is_alive()
+        """Whether a catalog is being embedded: after `close`, still inside a model run."""
+        return self._running > 0
 
     def submit(self, index: ProgressiveIndex, build: Callable[[], SearchIndex]) -> Future[bool]:
         """Upgrade `index` to what `build` makes, after the catalogs submitted before it; the future
         of whether it was upgraded, done when `index.upgraded` is set."""
-        done: Future[bool] = Future()
-        done.set_running_or_notify_cancel()  # a waiter giving up must not cancel what the thread sets
         with self._lock:
-            if self._closed:
-                index.upgraded.set()  # shutting down: the catalog stays lexical
-                done.set_result(False)
-                return done
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="toolsearch-embedding", daemon=True)
-                self._thread.start()
-        self._jobs.put((index, build, done))
+            if not self._closed:
+                self._pending += 1
+                return self._embedding.submit(self._upgrade, index, build)
+        index.upgraded.set()  # shutting down: the catalog stays lexical
+        done: Future[bool] = Future()
+        done.set_result(False)
         return done
 
     def close(self, timeout: float) -> bool:
-        """Embed nothing more and wait up to `timeout` seconds for the thread to end; whether it did.
+        """Embed nothing more and wait up to `timeout` seconds for the catalog under way; whether
+        none is left running.
 
         The models are closed, so the catalog under way stops after its current model run, and it
-        and the ones waiting stay lexical. The process must not finalize while the thread is inside
+        and the ones waiting stay lexical. The process must not finalize while a thread is inside
         onnxruntime: that aborts it ("terminate called without an active exception")."""
         with self._lock:
             self._closed = True
-            thread = self._thread
         for model in self._models:
             model.close()
-        self.query_runs.shutdown(wait=True, cancel_futures=True)  # their runs end with the models'
-        if thread is None:
-            return True
-        self._jobs.put(None)
-        thread.join(timeout)
-        return not thread.is_alive()
+        deadline = time.monotonic() + timeout
+        # Those waiting run at once, each seeing the worker closed: none is left to the pool's shutdown.
+        while (self.running or self._pending) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self.running
 
-    def _run(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            index, build, done = job
-            started = time.perf_counter()
-            upgraded = False
-            try:
-                upgraded = not self._closed and index.upgrade(build)
-                seconds = time.perf_counter() - started
-                with self._lock:
-                    self._pending -= 1
-                if self._closed:
-                    continue
-                if upgraded:
-                    logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
-                if self._on_done is not None:
-                    self._on_done(seconds, upgraded)
-            except Exception:  # a failing report must not stop the thread that embeds every catalog
-                logger.exception("reporting an embedding failed")
-            finally:
-                # Last, so that whoever waits for the upgrade also sees it counted.
-                index.upgraded.set()
-                done.set_result(upgraded)
+    def _upgrade(self, index: ProgressiveIndex, build: Callable[[], SearchIndex]) -> bool:
+        started = time.perf_counter()
+        upgraded = False
+        with self._lock:
+            self._running += 1
+        try:
+            upgraded = not self._closed and index.upgrade(build)
+            seconds = time.perf_counter() - started
+            with self._lock:
+                self._pending -= 1
+            if upgraded and not self._closed:
+                logger.info("a catalog was embedded in %.1f s; its search is hybrid", seconds)
+            if self._on_done is not None and not self._closed:
+                self._on_done(seconds, upgraded)
+        except Exception:  # a failing report must not stop the thread that embeds every catalog
+            logger.exception("reporting an embedding failed")
+        finally:
+            with self._lock:
+                self._running -= 1
+            # Last, so that whoever waits for the upgrade also sees it counted.
+            index.upgraded.set()
+        return upgraded

@@ -9,11 +9,12 @@ created when it is and closed when it stops. What guards the MCP endpoint before
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from fnmatch import fnmatchcase
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from cachetools import TTLCache
@@ -34,10 +35,13 @@ from toolsearch.mcp.oauth import (
     public_resource,
 )
 from toolsearch.mcp.protocol import call_log_level, request_era
-from toolsearch.proxy import Proxy
+from toolsearch.proxy import Proxy, check_settings, settings_profile
 from toolsearch.server import RequestContext
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from toolsearch.search.profile import Profile
 
 _READY_CACHE_SECONDS: Final = 2.0
 """How long a readiness probe's look at the upstream is reused: probes must not load the upstream."""
@@ -46,9 +50,18 @@ _ACCEPTS_JSON: Final = {"application/json", "application/*", "*/*"}
 
 
 def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAPI:
-    """The HTTP application; the proxy's parts are created with it and closed when it stops."""
-    app = FastAPI(title="toolsearch", docs_url=None, redoc_url=None, openapi_url=None, lifespan=_lifespan)
-    app.state.proxy = Proxy.from_settings(settings, telemetry)
+    """The HTTP application. Settings it cannot start with are refused here (ValueError), and its
+    search profile loaded; the proxy is wired when the app starts, on its event loop, and closed
+    when it stops (`_lifespan`)."""
+    check_settings(settings)
+    profile = settings_profile(settings)
+    app = FastAPI(
+        title="toolsearch",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=functools.partial(_lifespan, settings=settings, profile=profile, telemetry=telemetry),
+    )
     app.state.upstream_reachable = TTLCache[str, bool](1, _READY_CACHE_SECONDS, timer=time.monotonic)
     app.add_api_route(settings.path, mcp_post, methods=["POST"])
     app.add_api_route(settings.path, mcp_other, methods=["GET", "DELETE", "PUT", "PATCH"])
@@ -66,9 +79,14 @@ def create_app(settings: Settings, telemetry: Telemetry | None = None) -> FastAP
 
 
 @asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    yield
-    await _proxy_of(app).aclose()
+async def _lifespan(
+    app: FastAPI, *, settings: Settings, profile: Profile | None, telemetry: Telemetry | None
+) -> AsyncIterator[None]:
+    proxy = app.state.proxy = Proxy.wired(settings, profile, telemetry)
+    try:
+        yield
+    finally:
+        await proxy.aclose()
 
 
 def _proxy_of(app: Any) -> Proxy:

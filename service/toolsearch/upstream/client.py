@@ -33,6 +33,7 @@ from toolsearch.mcp.protocol import (
     relayed_meta,
     speaks_only_modern,
 )
+from toolsearch.runtime import Supervisor
 from toolsearch.telemetry import Telemetry
 from toolsearch.upstream.exchange import Exchange, NotJsonRpc, SessionExpired, ToolsChanged, describe
 from toolsearch.upstream.sessions import LegacySession, LegacySessions
@@ -47,6 +48,7 @@ class UpstreamClient:
         self,
         url: str,
         *,
+        supervisor: Supervisor,
         timeout: float = 60.0,
         connect_timeout: float = 5.0,
         max_pages: int = 100,
@@ -71,7 +73,7 @@ class UpstreamClient:
             telemetry=telemetry or Telemetry(use_environment=False),
         )
         self._era: Era | None = None
-        self._sessions = LegacySessions()
+        self._sessions = LegacySessions(supervisor)
 
     @property
     def on_tools_changed(self) -> ToolsChanged | None:

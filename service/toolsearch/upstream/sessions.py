@@ -10,7 +10,7 @@ from typing import Any, Final
 from cachetools import LRUCache
 
 from toolsearch.mcp.protocol import legacy_headers
-from toolsearch.runtime.single_flight import SingleFlight
+from toolsearch.runtime import SingleFlight, Supervisor
 
 MAX_SESSIONS: Final = 4096
 
@@ -32,9 +32,9 @@ class LegacySession:
 class LegacySessions:
     """Sessions by caller token key (`CallerHeaders.token_key`), the least recently used dropped first."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(self, supervisor: Supervisor, max_sessions: int = MAX_SESSIONS) -> None:
         self._sessions: LRUCache[str, LegacySession] = LRUCache(max_sessions)
-        self._handshakes: SingleFlight[LegacySession] = SingleFlight()
+        self._handshakes: SingleFlight[LegacySession] = SingleFlight(supervisor, "handshake")
 
     async def session(self, key: str, begin: Callable[[], Awaitable[LegacySession]]) -> LegacySession:
         """The session of `key`, begun with `begin` when there is none (once, for concurrent requests)."""
