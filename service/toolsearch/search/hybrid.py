@@ -1,6 +1,8 @@
 """Hybrid ranking: BM25F and embeddings fused, named tools first, and abstention when nothing fits.
 
-A query is ranked in these steps (`HybridIndex.evidence`):
+A query is ranked in these steps: the index reads it and runs the models (`HybridIndex.embedded`,
+the shell), then `rank` and `request_evidence` compute the rest as pure functions of the index,
+the request as read and what the models made of it:
 
 1. The request is read (`search.request`): its data (quoted text, URLs, e-mail addresses: the
    arguments of the task, not what tool it needs) set apart, so that both rankers see what it
@@ -221,22 +223,16 @@ class HybridIndex:
         return best_hits(ranking.scores, limit, weak=ranking.weak)
 
     def ranking(self, query: str) -> Ranking:
-        """`query` ranked whole, and for a long request by its sentences too (`search.sentences`)."""
+        """`query` ranked whole, and for a long request by its sentences too (`search.sentences`):
+        the request read, its models run (`embedded`), then ranked (`rank`, a pure function)."""
         request = self.request(query)
         parts = [self.request(part) for part in sentences(request.query)]
-        self._embed_ahead(request, parts)
-        evidence = self._evidence(request)
-        whole = evidence.scores
-        if not parts:
-            return Ranking(evidence, whole, whole, evidence.weak)
-        by_sentence = [self._evidence(part) for part in parts]
-        scores = combined(whole, [each.scores for each in by_sentence])
-        weak = evidence.weak and all(each.weak for each in by_sentence)
-        return Ranking(evidence, whole, scores, weak)
+        return rank(self, request, parts, self.embedded(request, parts))
 
     def evidence(self, query: str) -> Evidence:
         """What the index knows of `query`: every signal over the catalog, and whether to abstain."""
-        return self._evidence(self.request(query))
+        request = self.request(query)
+        return request_evidence(self, request, self.embedded(request, ())[0])
 
     def request(self, query: str) -> Request:
         """`query` as this index reads it (`search.request`)."""
@@ -248,11 +244,15 @@ class HybridIndex:
             guesses=self.translation_cosine is not None,
         )
 
-    def signals(self, request: Request) -> Signals:
-        """Every signal of `request` over the catalog (`search.signals`), its models run here
-        where `_embed_ahead` did not run them."""
+    def embedded(self, request: Request, parts: Sequence[Request]) -> list[Embedded]:
+        """What the models make of `request` and its sentences `parts`, in that order: every model
+        run they need started at once (`_embed_ahead`), then read from the query caches."""
+        self._embed_ahead(request, parts)
+        return [self._embedding_of(each) for each in (request, *parts)]
+
+    def _embedding_of(self, request: Request) -> Embedded:
         vector = self.query_vectors(request.request)
-        embedded = Embedded(
+        return Embedded(
             vector,
             adapt(vector, self.ranker.adapters[0]) if self.ranker is not None else None,
             tuple(
@@ -264,18 +264,6 @@ class HybridIndex:
             ),
             tuple(self.guessed(request.unread)),
         )
-        return request_signals(request, embedded, self.lexical, self.semantic)
-
-    def _evidence(self, request: Request) -> Evidence:
-        signals = self.signals(request)
-        scores = self.scoring.scores(signals)
-        if len(request.named):
-            weak = False
-        elif self.abstainer is None:
-            weak = self.weak_by_thresholds(*signals.untranslated, float(signals.lexical.max()))
-        else:
-            weak = self.abstainer.abstains(self.features(request, signals, scores))
-        return Evidence(signals, scores, weak)
 
     def weak_by_thresholds(self, cosine: float, own_lexical: float, translated_lexical: float) -> bool:
         """Whether the best tool is a poor match by the calibrated thresholds (`weak_by_thresholds`)."""
@@ -313,6 +301,38 @@ class HybridIndex:
             words = [word for each in chosen for word in each.unread if word not in texts]
             runs.append((self.query_vectors, words))
         embed_at_once(runs, self._query_runs)
+
+
+def rank(
+    index: HybridIndex, request: Request, parts: Sequence[Request], embedded: Sequence[Embedded]
+) -> Ranking:
+    """`request` ranked whole, and by its sentences `parts` when it has several, from what the
+    models made of each (`embedded`: the request's, then each part's). A function of its inputs:
+    it runs no model and reads no cache."""
+    evidence = request_evidence(index, request, embedded[0])
+    whole = evidence.scores
+    if not parts:
+        return Ranking(evidence, whole, whole, evidence.weak)
+    by_sentence = [
+        request_evidence(index, part, each) for part, each in zip(parts, embedded[1:], strict=True)
+    ]
+    scores = combined(whole, [each.scores for each in by_sentence])
+    weak = evidence.weak and all(each.weak for each in by_sentence)
+    return Ranking(evidence, whole, scores, weak)
+
+
+def request_evidence(index: HybridIndex, request: Request, embedded: Embedded) -> Evidence:
+    """Every signal of `request` over the index's catalog (`search.signals`), every tool's score
+    and whether to abstain, from what the models made of it."""
+    signals = request_signals(request, embedded, index.lexical, index.semantic)
+    scores = index.scoring.scores(signals)
+    if len(request.named):
+        weak = False
+    elif index.abstainer is None:
+        weak = index.weak_by_thresholds(*signals.untranslated, float(signals.lexical.max()))
+    else:
+        weak = index.abstainer.abstains(index.features(request, signals, scores))
+    return Evidence(signals, scores, weak)
 
 
 class DenseIndex:
