@@ -109,14 +109,14 @@ def test_every_answer_fits_its_budget_which_grows_with_the_queries(
 ) -> None:
     texts = [query["query"] for query in dev_queries()][::7]
     for start in range(0, len(texts) - queries, queries):
-        searches = [(text, recorded.hits(text, 16)) for text in texts[start : start + queries]]
+        searches = [(text, recorded.hits(text, 8)) for text in texts[start : start + queries]]
         answer = _answer(recorded, searches, chars_per_query=chars_per_query)
         assert len(orjson.dumps(answer).decode()) <= answer_budget(queries, chars_per_query)
 
 
 def test_what_the_budget_leaves_out_is_said_with_describe_tool_for_the_rest(recorded: Catalog) -> None:
     query = "create an issue in a repository"
-    result = _answer(recorded, [(query, recorded.hits(query, 16))], chars_per_query=800)["results"][0]
+    result = _answer(recorded, [(query, recorded.hits(query, 8))], chars_per_query=800)["results"][0]
     assert "left out" in result["more"] and "describe_tool" in result["more"]
     assert len(result["tools"]) >= 1
 
@@ -224,7 +224,7 @@ def test_an_empty_description_says_so_and_names_the_parameters() -> None:
 
 def test_descriptions_stay_within_their_lengths(recorded: Catalog) -> None:
     query = "query the metrics of a service over the last hour"
-    answer = _answer(recorded, [(query, recorded.hits(query, 16))], chars_per_query=6000)
+    answer = _answer(recorded, [(query, recorded.hits(query, 8))], chars_per_query=6000)
     tools = answer["results"][0]["tools"]
     assert all(len(tool["description"]) <= LEADER_CHARS for tool in tools[:3])
     assert all(len(tool["description"]) <= LINE_CHARS for tool in tools[3:])

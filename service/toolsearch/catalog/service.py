@@ -37,6 +37,9 @@ from toolsearch.telemetry import CATALOG_RESULT, Telemetry
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.upstream.client import UpstreamClient
 
+TWIN_ROOM = 2
+"""Hits asked for per entry of an answer: a twin group is one entry however many tools it holds."""
+
 
 class Catalog:
     """One caller's tools, in upstream order, with the search index shared by equal catalogs."""
@@ -92,13 +95,16 @@ class Catalog:
         """(server, tool count) by the `<server>_<tool>` names, most tools first."""
         return self._toolset.servers
 
-    def hits(self, query: str, limit: int) -> list[SearchHit]:
-        """The index's best `limit` hits for `query`, tools withheld from this caller left out and
-        flagged ones after the others."""
+    def hits(self, query: str, entries: int) -> list[SearchHit]:
+        """The hits for `query` that an answer of `entries` distinct tools is made from, best first:
+        `TWIN_ROOM` times as many, so that twins folded into one entry leave room for other tools;
+        tools withheld from this caller left out and flagged ones after the others. The one place
+        that decides how many hits a search asks its index for."""
+        wanted = TWIN_ROOM * entries
         withheld = {self._toolset.positions[name] for name in self._withheld()}
         flagged = self._toolset.flagged_positions
-        hits = self.index.search(query, limit + len(withheld) + min(len(flagged), MAX_DEMOTED))
-        return flagged_last([hit for hit in hits if hit.position not in withheld], flagged)[:limit]
+        hits = self.index.search(query, wanted + len(withheld) + min(len(flagged), MAX_DEMOTED))
+        return flagged_last([hit for hit in hits if hit.position not in withheld], flagged)[:wanted]
 
     def twins(self, name: str) -> tuple[str, ...]:
         """The names of tool `name`'s twin group, the leading one first; () when it has no twin."""

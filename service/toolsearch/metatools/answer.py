@@ -91,8 +91,8 @@ def search_answer(
     chars_per_query: int,
     schemas: bool = True,
 ) -> dict[str, Any]:
-    """The answer to one `search_tools` call: per query (with its hits, best first, more than
-    `limit` so that twins folded together leave room for other tools), at most `limit` entries;
+    """The answer to one `search_tools` call: per query (with its hits, best first, as
+    `Catalog.hits` gives them for `limit` entries), at most `limit` entries;
     without `schemas`, the leaders' input schemas are left out."""
     answer: dict[str, Any] = {"total": len(catalog), "results": []}
     budget = answer_budget(len(searches), chars_per_query)

@@ -201,9 +201,8 @@ class MetaTools:
             with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
                 started = time.perf_counter()
                 # A model may embed the query: off the event loop, so other callers are not held up.
-                # Twins are one entry: twice the hits leave room for the tools they stand beside.
                 hits = await asyncio.get_running_loop().run_in_executor(
-                    self._work, catalog.hits, query, 2 * request.limit
+                    self._work, catalog.hits, query, request.limit
                 )
                 self._telemetry.search_duration.record(elapsed(started))
             searches.append((query, hits))
