@@ -91,10 +91,12 @@ SERVERS = frozenset(
     }
 )
 # Recorded on this slice (119 servable, 12 unservable queries over 1,198 tools) with the figures in
-# docs/search-quality.md. Recall holds exactly; abstention, which hangs on thresholds, gets one query
-# of slack.
+# docs/search-quality.md. Recall holds exactly, but for the hand-set fusion, whose margins are the
+# thinnest: onnxruntime's kernels differ by processor (an AVX-512 Xeon ranks one query of the slice
+# otherwise than an AVX2 EPYC: 79 against 80), so its floor is the lower of the two. Abstention,
+# which hangs on thresholds, gets one query of slack.
 BM25_RECALL_AT_5 = 63 / 119
-HYBRID_RECALL_AT_5 = 80 / 119
+HYBRID_RECALL_AT_5 = 79 / 119
 HYBRID_ABSTAINED_ON_UNSERVABLE = (10 - 1) / 12
 HYBRID_WRONGLY_ABSTAINED = (15 + 1) / 119
 LEARNED_RECALL_AT_5 = 88 / 119
