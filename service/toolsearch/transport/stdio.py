@@ -36,8 +36,10 @@ async def serve_stdio(proxy: Proxy, stdin: BinaryIO | None = None, stdout: Binar
         reply = await proxy.server.handle(message, _CONTEXT)
         await write(reply.message())
 
+    loop = asyncio.get_running_loop()
+    lines = proxy.supervisor.pool("stdin", 1)  # a blocking read, ended by stdin's end before closing
     try:
-        while line := await asyncio.to_thread(reader.readline):
+        while line := await loop.run_in_executor(lines, reader.readline):
             if not line.strip():
                 continue
             try:
