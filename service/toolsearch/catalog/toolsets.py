@@ -21,6 +21,7 @@ from toolsearch.integrity.tool_guard import ToolGuard
 from toolsearch.naming import split_qualified_name
 from toolsearch.runtime import SingleFlight, Supervisor
 from toolsearch.search import SearchIndex
+from toolsearch.search.products import catalog_products
 from toolsearch.tool import Tool
 
 IndexBuilder = Callable[[Sequence[Tool]], Awaitable[SearchIndex]]
@@ -38,6 +39,7 @@ class Toolset:
         "imitated",
         "index",
         "positions",
+        "products",
         "tools",
         "twins",
     )
@@ -64,6 +66,8 @@ class Toolset:
         self.twins = twin_groups(tools, self.flagged)
         """Each twin's position -> its group's positions, the leading name first (`twins`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None
+        self.products = catalog_products(tools)
+        """The names each server goes by and the words the tools use (`search.products`)."""
 
     @property
     def servers(self) -> tuple[tuple[str, int], ...]:

@@ -46,8 +46,9 @@ _DEFINITIONS: Final[tuple[dict[str, Any], ...]] = (
             "then call one by its exact name. Per query: the best tools, the top ones with readOnly "
             "and a compacted input schema, the rest a name and a line (describe_tool gives full "
             "definitions); a tool several servers serve is one entry, its other names (each "
-            "callable) in alsoAs. matched:false: no tool fits. `servers`: the servers your words "
-            "name; `unmentioned`: your words no tool mentions. Describe the task in any language; "
+            "callable) in alsoAs. matched:false: no tool fits. `servers`: the servers whose product "
+            "you named; `notInCatalog`: names you gave that no tool mentions. Describe the task in "
+            "any language; "
             "pass several phrasings or sub-tasks in `queries` to search them at once."
         ),
         "inputSchema": {
