@@ -33,10 +33,12 @@ from toolsearch.metatools.call_rules import (
     described,
     error_result,
     json_result,
+    parse_problem,
     passed_through,
     schema_error,
     search_request,
     unknown_tool,
+    unparsed_arguments,
     upstream_failure,
     with_parsed_arguments,
 )
@@ -158,10 +160,14 @@ class MetaTools:
             )
         started = time.perf_counter()
         if not isinstance(arguments, dict):
-            return error_result(f"Arguments of {name} must be a JSON object.")
+            parsing = f": they {parse_problem(arguments)}" if isinstance(arguments, str) else ""
+            return error_result(f"Arguments of {name} must be a JSON object{parsing}.")
         arguments = with_parsed_arguments(arguments)
+        unparsed = unparsed_arguments(arguments)
         problems = argument_problems(self._schemas[name], arguments, key=self._schema_keys[name])
-        if problems:
+        if unparsed is not None:
+            result = error_result(unparsed)
+        elif problems:
             result = schema_error(name, problems, self._schemas[name])
         else:
             try:
