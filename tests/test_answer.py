@@ -357,3 +357,15 @@ async def test_through_the_proxy_twins_are_one_entry_and_each_name_stays_callabl
     assert not set(entry["alsoAs"]) & set(names)
     assert "inputSchema" in entry
     assert [is_error for is_error, _ in calls] == [False, False]
+
+
+def test_a_sentence_most_tools_of_a_server_share_is_left_out_of_their_descriptions() -> None:
+    catalog = _catalog(recorded_tools(servers=["twilio", "github"]))
+    boilerplate = "This is the public Twilio REST API."
+    twilio = [tool.name for tool in catalog.tools if tool.name.startswith("twilio_")][:8]
+    assert all(boilerplate in tool.description for tool in map(catalog.get, twilio) if tool)
+    result = _answer(catalog, [("recordings of a call", _hits(catalog, *twilio))])["results"][0]
+    descriptions = [tool["description"] for tool in result["tools"]]
+    assert len(descriptions) >= 3
+    assert not any(boilerplate in description for description in descriptions)
+    assert len(set(descriptions)) == len(descriptions)

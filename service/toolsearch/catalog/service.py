@@ -31,6 +31,7 @@ from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.integrity.flags import MAX_DEMOTED, flagged_last
 from toolsearch.integrity.tool_guard import ToolGuard
 from toolsearch.mcp.caller import CallerHeaders
+from toolsearch.naming import split_qualified_name
 from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.search.products import RequestProducts, request_products
@@ -112,6 +113,10 @@ class Catalog:
         position = self._toolset.positions.get(name)
         group = self._toolset.twins.get(position) if position is not None else None
         return tuple(self._toolset.tools[p].name for p in group) if group else ()
+
+    def boilerplate(self, name: str) -> tuple[str, ...]:
+        """The sentences most tools of tool `name`'s server share (`boilerplate`)."""
+        return self._toolset.boilerplate.get(split_qualified_name(name)[0], ())
 
     def products(self, query: str) -> RequestProducts:
         """The servers whose product `query` names and the proper names in it that no tool mentions

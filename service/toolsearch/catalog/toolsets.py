@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 
 from toolsearch.backends.base import catalog_digest
+from toolsearch.catalog.boilerplate import server_boilerplate
 from toolsearch.catalog.twins import twin_groups
 from toolsearch.integrity.flags import CONFUSABLE_NAME, Integrity, integrity
 from toolsearch.integrity.tool_guard import ToolGuard
@@ -33,6 +34,7 @@ class Toolset:
     __slots__ = (
         "__weakref__",
         "_servers",
+        "boilerplate",
         "digest",
         "flagged",
         "flagged_positions",
@@ -66,6 +68,8 @@ class Toolset:
         self.twins = twin_groups(tools, self.flagged)
         """Each twin's position -> its group's positions, the leading name first (`twins`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None
+        self.boilerplate = server_boilerplate(tools)
+        """Each server's sentences most of its tools share (`boilerplate`): left out of answers."""
         self.products = catalog_products(tools)
         """The names each server goes by and the words the tools use (`search.products`)."""
 

@@ -7,7 +7,8 @@ A pure function of hits already found, the caller's catalog and the budget (`sea
   (`describe_tool` gives any tool's whole definition).
 - **Leaders and the rest.** The first `leaders` tools of a query get what decides a call: the
   description cut at a sentence or clause boundary (leading notices such as "IMPORTANT: ..." moved
-  behind what the tool does: `descriptions`), `readOnly`, and the input schema compacted
+  behind what the tool does: `descriptions`; a sentence most tools of its server share left out:
+  `catalog.boilerplate`), `readOnly`, and the input schema compacted
   (`compact_schemas`); the leaders' schemas are compacted harder, then left out, when the budget is
   short. The rest get a name, one line and `readOnly`. A tool shown under an earlier query of the
   call is named again, not shown again.
@@ -189,7 +190,8 @@ def _line(
     tool = found.tool
     if tool.name in shown:
         return {"name": tool.name, "description": _ABOVE}
-    entry = {"name": tool.name, "description": described(tool, LINE_CHARS), "readOnly": read_only(tool)}
+    description = described(tool, LINE_CHARS, catalog.boilerplate(tool.name))
+    entry = {"name": tool.name, "description": description, "readOnly": read_only(tool)}
     _marked(entry, found, catalog)
     return entry
 
@@ -200,7 +202,8 @@ def _leader(
     """A leader's entry within `room` characters: with the fullest compacted schema that fits, else
     without a schema; None when even that does not fit. The flag says whether a schema is in it."""
     tool = found.tool
-    entry: dict[str, Any] = {"name": tool.name, "description": described(tool, LEADER_CHARS)}
+    description = described(tool, LEADER_CHARS, catalog.boilerplate(tool.name))
+    entry: dict[str, Any] = {"name": tool.name, "description": description}
     entry["readOnly"] = read_only(tool)
     _marked(entry, found, catalog)
     for cut in SCHEMA_CUTS if schemas else ():
