@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Glob patterns of tools treated as writes even when the upstream marks them read-only.",
     )
+    read_inferred: bool = Field(
+        False,
+        description="Let call_read_tool(s) take tools without a readOnlyHint that are judged reads by "
+        'their name, description and schema (search answers show them as `readOnly: "inferred"`); '
+        "--write-tools still wins. Without it only tools their upstream marks read-only are reads.",
+    )
     hide_suspicious: bool = Field(
         False,
         description="Keep tools flagged suspicious (text that instructs the model, a look-alike or copy of "

@@ -85,7 +85,7 @@ def search_answer(
     searches: Sequence[tuple[str, Sequence[SearchHit]]],
     catalog: Catalog,
     *,
-    read_only: Callable[[Tool], bool],
+    read_only: Callable[[Tool], bool | str],
     limit: int,
     leaders: int,
     chars_per_query: int,
@@ -111,7 +111,7 @@ def _query_result(
     query: str,
     hits: Sequence[SearchHit],
     catalog: Catalog,
-    read_only: Callable[[Tool], bool],
+    read_only: Callable[[Tool], bool | str],
     limit: int,
     leaders: int,
     schemas: bool,
@@ -183,7 +183,7 @@ def _distinct(hits: Sequence[SearchHit], catalog: Catalog, limit: int) -> list[_
 
 
 def _line(
-    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool], shown: Mapping[str, str]
+    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool | str], shown: Mapping[str, str]
 ) -> dict[str, Any]:
     """A tool in a name, one line and whether it only reads (which call tool takes it); a tool
     shown under an earlier query of the call is only named."""
@@ -197,7 +197,7 @@ def _line(
 
 
 def _leader(
-    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool], room: int, *, schemas: bool
+    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool | str], room: int, *, schemas: bool
 ) -> tuple[dict[str, Any] | None, bool]:
     """A leader's entry within `room` characters: with the fullest compacted schema that fits, else
     without a schema; None when even that does not fit. The flag says whether a schema is in it."""

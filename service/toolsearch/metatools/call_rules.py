@@ -22,7 +22,7 @@ from toolsearch.mcp.errors import InputNotRelayed, UpstreamError, UpstreamRpcErr
 from toolsearch.mcp.jsonrpc import INVALID_PARAMS
 from toolsearch.mcp.protocol import INPUT_REQUIRED, asked_input, without_envelope
 from toolsearch.metatools.answer import mark_suspicious
-from toolsearch.metatools.policy import ToolPolicy
+from toolsearch.metatools.policy import INFERRED, ToolPolicy
 from toolsearch.metatools.validation import argument_problems
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.tool import Tool
@@ -133,7 +133,9 @@ def search_request(arguments: Mapping[str, Any]) -> SearchRequest | dict[str, An
     return SearchRequest(queries, limit, arguments.get("schemas", True))
 
 
-def described(catalog: Catalog, names: Sequence[str], read_only: Callable[[Tool], bool]) -> dict[str, Any]:
+def described(
+    catalog: Catalog, names: Sequence[str], read_only: Callable[[Tool], bool | str]
+) -> dict[str, Any]:
     """describe_tool's answer: each named tool's whole definition as a model may see it (a withheld
     tool says why), and the names the catalog lacks with similar ones."""
     tools, unknown = [], []
@@ -196,8 +198,10 @@ def call_refusal(
     if withheld:
         return error_result(withheld)
     if require_read_only and not policy.is_read_only(tool):
+        inferred = policy.read_only_label(tool) == INFERRED
+        why = "is judged a read but not marked read-only" if inferred else "is not marked read-only"
         return error_result(
-            f"{tool.name} is not marked read-only, so call_read_tool(s) refuses it. "
+            f"{tool.name} {why}, so call_read_tool(s) refuses it. "
             f"If you intend its effect, call it with call_write_tool."
         )
     if not isinstance(arguments, dict):

@@ -124,7 +124,9 @@ class MetaTools:
         self._search_schemas = search_schemas
         self._answer_chars = answer_chars
         self._work = work
-        self.definitions: list[dict[str, Any]] = definitions(max_batch_calls)
+        self.definitions: list[dict[str, Any]] = definitions(
+            max_batch_calls, read_inferred=policy.read_inferred
+        )
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
         # Validators are cached by schema content; the batch tool's schema depends on the settings.
         self._schema_keys = {name: tool_digest(schema) for name, schema in self._schemas.items()}
@@ -188,7 +190,7 @@ class MetaTools:
             return await self._search(request, caller) if isinstance(request, SearchRequest) else request
         catalog = await self._catalogs.get(caller)
         if name == DESCRIBE:
-            return json_result(described(catalog, arguments["names"], self._policy.is_read_only))
+            return json_result(described(catalog, arguments["names"], self._policy.read_only_label))
         if name == CALL_READ_BATCH:
             return await self._call_read_batch(catalog, arguments["calls"], caller)
         return await self._call_upstream(
@@ -215,7 +217,7 @@ class MetaTools:
         answer = search_answer(
             searches,
             catalog,
-            read_only=self._policy.is_read_only,
+            read_only=self._policy.read_only_label,
             limit=request.limit,
             leaders=self._search_schemas,
             chars_per_query=self._answer_chars,
