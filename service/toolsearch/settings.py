@@ -259,6 +259,14 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field("text", description="Log line format.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
 
+    @field_validator("upstream")
+    @classmethod
+    def _an_http_url(cls, value: str) -> str:
+        """Refused at start, not at the first request: a URL without its scheme reaches nothing."""
+        if value and not value.lower().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL; e.g. http://{value}")
+        return value
+
     @field_validator(
         "allowed_origins", "pin", "write_tools", "jwt_identity_claims", "model_dir", mode="before"
     )
