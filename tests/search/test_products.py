@@ -68,5 +68,10 @@ def test_a_proper_name_no_tool_mentions_is_unknown_but_not_a_quoted_value(
     assert request_products(request_text, catalog).unknown == unknown
 
 
+def test_code_and_quoted_values_are_no_names(catalog: CatalogProducts) -> None:
+    request = 'Where is parseInvoice called, and why is the "Spring Launch" app OutOfSync? ¿Tengo permiso?'
+    assert request_products(request, catalog).unknown == ()
+
+
 def test_a_product_the_catalog_has_is_not_unknown(catalog: CatalogProducts) -> None:
     assert request_products("open an issue in GitHub for the Airtable sync", catalog).unknown == ()

@@ -54,7 +54,9 @@ _GENERIC: Final = frozenset(
 )
 """Parts of server names that name no product."""
 _LATIN_WORD = re.compile(r"[0-9A-Za-zÀ-ɏ]+(?:['’][A-Za-zÀ-ɏ]+)?")
-_SENTENCE_END = re.compile(r"[.!?:;\n]\s*$|^\s*$")
+_SENTENCE_END = re.compile(r"[.!?:;\n¿¡]\s*$|^\s*$")
+_IDENTIFIER_CASE = re.compile(r"^[a-z]+[A-Z]|[A-Z][a-z]+[A-Z][a-z]+[A-Z]")
+"""Code, not a name: `parseInvoice`, `vCPU`, `ReadOnlyAccess`, `OutOfSync` (but `BambooHR`, `MySQL`)."""
 _IDENTIFIER_JOIN = re.compile(r"[./_:=~@#\\]")
 _IDENTIFIER_NEXT = re.compile(r"[/_=~@#\\]|[.:]\w|-\d")
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]|«[^»]*»|'[^']*'(?!\w)|「[^」]*」")
@@ -277,7 +279,7 @@ def _named(phrase: tuple[str, ...], catalog: CatalogProducts) -> tuple[tuple[str
 
 def _proper_places(request: str, matches: Sequence[re.Match[str]]) -> Iterable[int]:
     """Where the request's proper names are: capitalised inside a sentence, capitalised within the
-    word, or Latin words in a Chinese or Japanese request."""
+    word, or Latin words in a Chinese or Japanese request; not quoted values nor code."""
     cjk = bool(_CJK.search(request))
     quoted = [range(*quote.span()) for quote in _QUOTED.finditer(request)]
     nouns_capitalised = language_of(request) == "de"
@@ -285,7 +287,7 @@ def _proper_places(request: str, matches: Sequence[re.Match[str]]) -> Iterable[i
         word = match.group()
         if not word.isalpha() or word.lower() in _FUNCTION_WORDS or len(word) < 2:
             continue
-        if any(match.start() in quote for quote in quoted):
+        if any(match.start() in quote for quote in quoted) or _IDENTIFIER_CASE.search(word):
             continue
         inner_capital = any(letter.isupper() for letter in word[1:]) and not word.isupper()
         starts_sentence = bool(_SENTENCE_END.search(request[max(0, match.start() - 3) : match.start()]))
