@@ -11,15 +11,21 @@ against that: the servers whose product it names, and the names it gives that no
   is a common word when the catalog's other servers use it in their tools' text about as often
   (`cloud`, `search`, `chart`); a proper name is a run of capitalised words written capitalised
   wherever it stands inside a sentence, used by several of the server's tools and mostly by its.
+  A name the tools of two other servers or more use too ("google", "drive", "time") names a
+  product only written capitalised, and an ordinary word ("time", "chart") only capitalised
+  inside a sentence, not first.
 - **Whole words only.** A request names a product by whole words or a whole phrase of them, where
   the longest phrase wins: "AWS documentation" names `aws-documentation`, not every `aws-*`
-  server. Latin-script words are read in every language (product names are written the same);
-  Lithuanian inflects them, so a name of four letters or more also matches with an ending of up to
-  three letters, its last "a" dropped or not ("Jiroje", "Grafanoje", "Notione").
+  server; words of paths, addresses, file names and identifiers (`docs.stripe.com`,
+  `src/billing/x.ts`, `postgres-0`) name nothing. Latin-script words are read in every language
+  (product names are written the same); Lithuanian inflects them, so a name of four letters or
+  more also matches with an ending of up to three letters, its last "a" dropped or not
+  ("Jiroje", "Grafanoje", "Notione").
 - **What no tool mentions.** A proper name of the request (capitalised inside a sentence,
-  capitalised within the word like "BambooHR", or a Latin word in a Chinese or Japanese request)
-  that no tool's text has, and no server's name: a product the catalog lacks, or a value (a person,
-  a city). The answer decides what it makes of it (`metatools.answer`).
+  capitalised within the word like "BambooHR", or a Latin word in a Chinese or Japanese request;
+  not a quoted value, code like `parseInvoice`, nor a German noun) that no tool's text has, and no
+  server's name: a product the catalog lacks, or a value (a person, a city). The answer decides
+  what it makes of it (`metatools.answer`).
 """
 
 from __future__ import annotations
