@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.stats import dev_queries
+from toolsearch.naming import split_qualified_name
 from toolsearch.search.products import CatalogProducts, catalog_products, request_products
 from toolsearch.testing import recorded_tools
 from toolsearch.tool import ToolInterner
@@ -75,3 +77,18 @@ def test_code_and_quoted_values_are_no_names(catalog: CatalogProducts) -> None:
 
 def test_a_product_the_catalog_has_is_not_unknown(catalog: CatalogProducts) -> None:
     assert request_products("open an issue in GitHub for the Airtable sync", catalog).unknown == ()
+
+
+def test_on_the_dev_set_named_requests_name_their_server_and_the_others_none(
+    catalog: CatalogProducts,
+) -> None:
+    named, unnamed = [], []
+    for query in dev_queries():
+        servers = set(request_products(query["query"], catalog).servers)
+        if query["kind"] == "named":
+            named.append(any(split_qualified_name(name)[0] in servers for name in query["gold"]))
+        else:
+            unnamed.append(not servers)
+    # 81 of 85 and 164 of 175 when written (docs/search-quality.md): floors against regressions.
+    assert sum(named) / len(named) >= 0.95
+    assert sum(unnamed) / len(unnamed) >= 0.93
