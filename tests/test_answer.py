@@ -298,14 +298,14 @@ def test_a_compacted_schema_shows_what_a_local_ref_names_since_its_defs_are_left
 # -- no match and the map ----------------------------------------------------------------------
 
 
-def test_no_good_match_is_short_the_verdict_the_nearest_names_and_the_servers_nearby() -> None:
+def test_no_good_match_is_short_the_verdict_and_the_nearest_names_no_servers_it_did_not_name() -> None:
     catalog = _catalog(DEFINITIONS)
     hits = _hits(catalog, "mail_list", "calendar_create_event", "mail-eu_send", "mail_send", weak=True)
     result = _answer(catalog, [("order a pizza", hits)])["results"][0]
     assert (result["matched"], result["note"]) == (False, NO_GOOD_MATCH)
     assert len(result["tools"]) == NEAREST
     assert all("inputSchema" not in tool for tool in result["tools"])
-    assert result["servers"] == {"mail": 2, "calendar": 1}
+    assert "servers" not in result
 
 
 def test_nothing_found_says_no_match() -> None:
@@ -313,13 +313,31 @@ def test_nothing_found_says_no_match() -> None:
     assert (result["matched"], result["note"], result["tools"]) == (False, NO_MATCH, [])
 
 
-def test_the_map_names_the_servers_of_the_request_and_the_words_no_tool_mentions() -> None:
+def test_servers_are_those_the_request_names_with_their_tool_counts() -> None:
     catalog = _catalog(DEFINITIONS)
     query = "list my calendar events and BambooHR employees"
     result = _answer(catalog, [(query, _hits(catalog, "calendar_create_event"))])["results"][0]
-    assert result["servers"] == {"calendar": 1}
-    assert "bamboohr" in result["unmentioned"]
-    assert "calendar" not in result["unmentioned"]
+    assert result["servers"] == [{"name": "calendar", "tools": 1}]
+    assert "notInCatalog" not in result
+
+
+@pytest.mark.parametrize(
+    ("query", "absent"),
+    [
+        ("approve a leave request in BambooHR", ["BambooHR"]),
+        ("print shipping labels on a Zebra printer", ["Zebra"]),
+        ("在企业微信里用 WeCom 给王磊开个账号", ["WeCom"]),
+    ],
+)
+def test_a_product_no_tool_mentions_is_said_first_and_in_the_note(
+    recorded: Catalog, query: str, absent: list[str]
+) -> None:
+    hits = _hits(recorded, *recorded.names[:3], weak=True)
+    result = _answer(recorded, [(query, hits)])["results"][0]
+    assert list(result)[:2] == ["query", "notInCatalog"]
+    assert result["notInCatalog"] == absent
+    assert result["matched"] is False
+    assert all(name in result["note"] for name in absent)
 
 
 # -- through the proxy -------------------------------------------------------------------------
@@ -339,3 +357,15 @@ async def test_through_the_proxy_twins_are_one_entry_and_each_name_stays_callabl
     assert not set(entry["alsoAs"]) & set(names)
     assert "inputSchema" in entry
     assert [is_error for is_error, _ in calls] == [False, False]
+
+
+def test_a_sentence_most_tools_of_a_server_share_is_left_out_of_their_descriptions() -> None:
+    catalog = _catalog(recorded_tools(servers=["twilio", "github"]))
+    boilerplate = "This is the public Twilio REST API."
+    twilio = [tool.name for tool in catalog.tools if tool.name.startswith("twilio_")][:8]
+    assert all(boilerplate in tool.description for tool in map(catalog.get, twilio) if tool)
+    result = _answer(catalog, [("recordings of a call", _hits(catalog, *twilio))])["results"][0]
+    descriptions = [tool["description"] for tool in result["tools"]]
+    assert len(descriptions) >= 3
+    assert not any(boilerplate in description for description in descriptions)
+    assert len(set(descriptions)) == len(descriptions)

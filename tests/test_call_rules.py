@@ -162,6 +162,12 @@ def test_an_unknown_name_far_from_every_tool_sends_the_model_to_search() -> None
     [
         ("clock_set", {}, True, "clock_set is not marked read-only, so call_read_tool(s) refuses it."),
         ("clock_now", [1], False, "at /: the arguments must be a JSON object"),
+        (
+            "clock_now",
+            "not json",
+            False,
+            "the arguments must be a JSON object: they could not be parsed as JSON",
+        ),
         ("clock_now", {}, False, "at /: 'zone' is a required property"),
     ],
 )

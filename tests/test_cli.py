@@ -75,6 +75,14 @@ def test_invalid_value_names_the_flag(capsys: pytest.CaptureFixture[str]) -> Non
     assert re.search(r"invalid --max-batch-calls: .*less than or equal to 100", capsys.readouterr().err)
 
 
+def test_an_upstream_without_its_scheme_is_refused_at_start_with_the_fix(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["serve", "--upstream", "localhost:8080/mcp"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid --upstream: " in err and "e.g. http://localhost:8080/mcp" in err
+
+
 def test_serve_without_an_upstream_says_how_to_give_one() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "toolsearch", "serve"],

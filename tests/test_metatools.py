@@ -97,6 +97,19 @@ async def test_describe_names_unknown_tools_with_the_closest_names(supervisor: S
     ("name", "arguments", "says"),
     [
         (SEARCH, {}, 'search_tools needs "query"'),
+        (SEARCH, {"query": ""}, 'search_tools needs "query" (a non-empty string)'),
+        (SEARCH, {"queries": ["who is on call", "  "]}, 'search_tools needs "query"'),
+        (SEARCH, "not json", "Arguments of search_tools must be a JSON object: they could not be parsed"),
+        (
+            CALL_READ,
+            {"name": "clock_now", "arguments": "not json"},
+            "`arguments` could not be parsed as JSON",
+        ),
+        (
+            CALL_READ_BATCH,
+            {"calls": [{"name": "clock_now", "arguments": "[1]"}]},
+            "`arguments` is the JSON of a list, not of an object",
+        ),
         (SEARCH, {"query": "x" * 1001}, "at most 1000 characters"),
         (
             SEARCH,

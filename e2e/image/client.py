@@ -20,7 +20,7 @@ async def main(url: str, query: str) -> None:
         assert not found.is_error, found.content
         answer = json.loads(found.content[0].text)
         hits = answer["results"][0]["tools"]
-        best = next(tool for tool in hits if tool["readOnly"])
+        best = next(tool for tool in hits if tool["readOnly"] is True)  # "inferred" needs --read-inferred
         print(f"search_tools {query!r}: {best['name']} first of {len(hits)} among {answer['total']} tools")
 
         described = await client.call_tool("describe_tool", {"names": [best["name"]]})

@@ -156,7 +156,11 @@ def _server(
     metatools = MetaTools(
         catalogs,
         upstream,
-        ToolPolicy(pin_patterns=tuple(settings.pin), write_patterns=tuple(settings.write_tools)),
+        ToolPolicy(
+            pin_patterns=tuple(settings.pin),
+            write_patterns=tuple(settings.write_tools),
+            read_inferred=settings.read_inferred,
+        ),
         max_batch_calls=settings.max_batch_calls,
         search_schemas=settings.search_schemas,
         answer_chars=settings.search_answer_chars,

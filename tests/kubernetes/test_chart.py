@@ -280,6 +280,15 @@ def test_the_standalone_proxy_serves_the_models_of_its_image(chart: helm.Chart) 
     assert "TOOLSEARCH_MODEL_DIR" not in env_of(container)
 
 
+def test_read_inferred_lets_the_standalone_proxy_take_inferred_reads(chart: helm.Chart) -> None:
+    values = VALUE_SETS["standalone only, redis url from a secret"]
+    (default,) = one(render(chart, values), "Deployment", "proxy")["spec"]["template"]["spec"]["containers"]
+    values = {**values, "standalone": {**values["standalone"], "readInferred": True}}
+    (container,) = one(render(chart, values), "Deployment", "proxy")["spec"]["template"]["spec"]["containers"]
+    assert "TOOLSEARCH_READ_INFERRED" not in env_of(default)
+    assert env_of(container)["TOOLSEARCH_READ_INFERRED"] == "true"
+
+
 def test_extra_env_gives_the_standalone_proxy_another_model_profile(chart: helm.Chart) -> None:
     values = VALUE_SETS["standalone only, redis url from a secret"]
     extra = [{"name": "TOOLSEARCH_MODEL_DIR", "value": "/models/use"}]

@@ -10,7 +10,8 @@ import pytest
 
 from tests.embedding.tiny_models import write_model
 from tests.search.test_hybrid import _tokenizer
-from toolsearch.commands.search import add_search_command, search_catalog_file
+from toolsearch.commands.search import add_search_command, search_catalog_file, verdict
+from toolsearch.search import SearchHit
 
 CATALOG = {
     "servers": [
@@ -49,16 +50,19 @@ def test_search_ranks_the_catalog_file_tools(catalog: Path) -> None:
 def test_the_command_prints_a_ranked_table(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--catalog", str(catalog), "create a note") == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["#", "tool", "score", "description"]
-    assert lines[1].split()[:2] == ["1", "notes_create_note"]
-    assert lines[1].endswith("Create a note in a notebook.")
+    assert lines[0] == "search: BM25F (no --model-dir); matched: true"
+    assert lines[1].split() == ["#", "tool", "score", "description"]
+    assert lines[2].split()[:2] == ["1", "notes_create_note"]
+    assert lines[2].endswith("Create a note in a notebook.")
 
 
 def test_the_command_prints_json_on_request(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--catalog", str(catalog), "--json", "--limit", "1", "note") == 0
-    (row,) = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    (row,) = json.loads(printed.out)
     assert row["name"] in {"notes_create_note", "notes_delete_note"}
-    assert set(row) == {"name", "score", "description"}
+    assert set(row) == {"name", "score", "weak", "description"}
+    assert printed.err.startswith("search: BM25F (no --model-dir); matched: ")
 
 
 def test_the_command_searches_the_recorded_catalog_by_default(capsys: pytest.CaptureFixture[str]) -> None:
@@ -68,7 +72,16 @@ def test_the_command_searches_the_recorded_catalog_by_default(capsys: pytest.Cap
 
 def test_the_command_says_when_nothing_matches(catalog: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--catalog", str(catalog), "zzzz") == 0
-    assert capsys.readouterr().out.strip() == "no tool matches"
+    assert (
+        capsys.readouterr().out.strip()
+        == "search: BM25F (no --model-dir); matched: false (no tool matches; the proxy answers so)"
+    )
+
+
+def test_a_weak_best_hit_is_said_as_the_proxy_answers_it() -> None:
+    weak = [(SearchHit(0, 0.2, weak=True), {"bm25f": 0.2})]
+    assert verdict(weak).startswith("matched: false (the best hit is weak")
+    assert verdict([(SearchHit(0, 3.0), {"bm25f": 3.0})]) == "matched: true"
 
 
 def test_a_bad_catalog_file_is_an_error_message_not_a_traceback(
@@ -86,7 +99,7 @@ def test_a_limit_below_one_is_refused(catalog: Path, capsys: pytest.CaptureFixtu
 
 def test_explain_shows_what_each_signal_added(catalog: Path, capsys: pytest.CaptureFixture) -> None:
     assert _run("--catalog", str(catalog), "--explain", "delete a note") == 0
-    assert "bm25f +" in capsys.readouterr().out.splitlines()[1]
+    assert "bm25f +" in capsys.readouterr().out.splitlines()[2]
 
 
 def test_explain_in_json_lists_the_contributions(catalog: Path, capsys: pytest.CaptureFixture) -> None:

@@ -31,8 +31,10 @@ from toolsearch.identity import CallerIdentity, Identifier, TokenIdentifier
 from toolsearch.integrity.flags import MAX_DEMOTED, flagged_last
 from toolsearch.integrity.tool_guard import ToolGuard
 from toolsearch.mcp.caller import CallerHeaders
+from toolsearch.naming import split_qualified_name
 from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchHit, SearchIndex
+from toolsearch.search.products import RequestProducts, request_products
 from toolsearch.telemetry import CATALOG_RESULT, Telemetry
 from toolsearch.tool import Tool, ToolInterner
 from toolsearch.upstream.client import UpstreamClient
@@ -112,10 +114,14 @@ class Catalog:
         group = self._toolset.twins.get(position) if position is not None else None
         return tuple(self._toolset.tools[p].name for p in group) if group else ()
 
-    def unknown_words(self, query: str) -> list[str]:
-        """The words of `query` that no tool's text has (`LexicalIndex.unknown_words`): a product the
-        catalog does not serve, another language's words, or a misspelling."""
-        return self.index.unknown_words(query)
+    def boilerplate(self, name: str) -> tuple[str, ...]:
+        """The sentences most tools of tool `name`'s server share (`boilerplate`)."""
+        return self._toolset.boilerplate.get(split_qualified_name(name)[0], ())
+
+    def products(self, query: str) -> RequestProducts:
+        """The servers whose product `query` names and the proper names in it that no tool mentions
+        (`search.products`)."""
+        return request_products(query, self._toolset.products)
 
     def suspicious(self, name: str) -> tuple[str, ...]:
         """Why tool `name` looks hostile (`integrity.REASONS`); () when it does not."""

@@ -15,12 +15,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 
 from toolsearch.backends.base import catalog_digest
+from toolsearch.catalog.boilerplate import server_boilerplate
 from toolsearch.catalog.twins import twin_groups
 from toolsearch.integrity.flags import CONFUSABLE_NAME, Integrity, integrity
 from toolsearch.integrity.tool_guard import ToolGuard
 from toolsearch.naming import split_qualified_name
 from toolsearch.runtime import SingleFlight, Supervisor
 from toolsearch.search import SearchIndex
+from toolsearch.search.products import catalog_products
 from toolsearch.tool import Tool
 
 IndexBuilder = Callable[[Sequence[Tool]], Awaitable[SearchIndex]]
@@ -32,12 +34,14 @@ class Toolset:
     __slots__ = (
         "__weakref__",
         "_servers",
+        "boilerplate",
         "digest",
         "flagged",
         "flagged_positions",
         "imitated",
         "index",
         "positions",
+        "products",
         "tools",
         "twins",
     )
@@ -64,6 +68,10 @@ class Toolset:
         self.twins = twin_groups(tools, self.flagged)
         """Each twin's position -> its group's positions, the leading name first (`twins`)."""
         self._servers: tuple[tuple[str, int], ...] | None = None
+        self.boilerplate = server_boilerplate(tools)
+        """Each server's sentences most of its tools share (`boilerplate`): left out of answers."""
+        self.products = catalog_products(tools)
+        """The names each server goes by and the words the tools use (`search.products`)."""
 
     @property
     def servers(self) -> tuple[tuple[str, int], ...]:

@@ -116,10 +116,11 @@ async def _scripted_client(proxy_url: str, upstream_tools: Mapping[str, Mapping[
         hits = found["results"][0]["tools"]
         print(f"  {len(hits)} of {found['total']} tools; the best {min(len(hits), _SHOWN_RESULTS)}:")
         for rank, hit in enumerate(hits[:_SHOWN_RESULTS], 1):
-            kind = "read-only" if hit.get("readOnly") else "write"
+            kind = {True: "read-only", "inferred": "read, inferred"}.get(hit.get("readOnly"), "write")
             print(f"  {rank}. {hit['name']} [{kind}] {_first_line(hit.get('description', ''))}")
 
-        best = next((hit for hit in hits if hit.get("readOnly")), None)
+        # An inferred read goes through call_read_tool only with --read-inferred: a marked one always.
+        best = next((hit for hit in hits if hit.get("readOnly") is True), None)
         if best is None:
             print("\nNo read-only tool among the results, so nothing is called.")
             return

@@ -38,8 +38,8 @@ def _add_install(actions: Subparsers) -> None:
         f"({', '.join(DEBIAN_PACKAGES)}), and the ranker trained for them (the shipped one when it fits, "
         "else trained here, which takes a few minutes). Needs the `models` extra.",
     )
-    install.add_argument("dir", type=Path, help="profile directory to create")
-    install.add_argument("--force", action="store_true", help="replace DIR if it already holds files")
+    install.add_argument("--dir", type=Path, required=True, help="profile directory to create")
+    install.add_argument("--force", action="store_true", help="replace --dir if it already holds files")
     install.add_argument(
         "--dictionaries",
         type=Path,

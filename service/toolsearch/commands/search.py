@@ -13,7 +13,7 @@ from pathlib import Path
 from toolsearch.catalog_file import CatalogFileError, load_catalog_tools, recorded_catalog_path
 from toolsearch.commands import Subparsers, command_parser
 from toolsearch.embedding import ModelError
-from toolsearch.search import SearchIndex
+from toolsearch.search import SearchHit, SearchIndex
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.tool import Tool
 
@@ -38,14 +38,23 @@ def _index(tools: Sequence[Tool], model_dirs: Sequence[Path], query_runs: Execut
     return profile_index(tools, load_profile(model_dirs, threads=2), query_runs=query_runs)
 
 
-def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[int, float, dict[str, float]]]:
-    """(position, score, contributions) of the best hits; BM25F alone has one part, its score."""
+def _explained(index: SearchIndex, query: str, limit: int) -> list[tuple[SearchHit, dict[str, float]]]:
+    """The best hits, each with its contributions; BM25F alone has one part, its score."""
     from toolsearch.search.hybrid import HybridIndex
     from toolsearch.search.offline.inspection import explain
 
     if isinstance(index, HybridIndex):
-        return [(hit.position, hit.score, parts) for hit, parts in explain(index, query, limit)]
-    return [(hit.position, hit.score, {"bm25f": hit.score}) for hit in index.search(query, limit)]
+        return explain(index, query, limit)
+    return [(hit, {"bm25f": hit.score}) for hit in index.search(query, limit)]
+
+
+def verdict(results: Sequence[tuple[SearchHit, dict[str, float]]]) -> str:
+    """What the proxy's answer would say of these hits (`metatools.answer`)."""
+    if not results:
+        return "matched: false (no tool matches; the proxy answers so)"
+    if results[0][0].weak:
+        return "matched: false (the best hit is weak: the proxy answers with the nearest 3 and a note)"
+    return "matched: true"
 
 
 def _first_line(description: str) -> str:
@@ -103,22 +112,24 @@ def _run_search_command(args: argparse.Namespace) -> int:
     except (CatalogFileError, ModelError) as error:
         print(f"toolsearch search: error: {error}", file=sys.stderr)
         return 2
+    mode = f"hybrid ({', '.join(map(str, args.model_dir))})" if args.model_dir else "BM25F (no --model-dir)"
     if args.json:
         rows = []
-        for position, score, parts in results:
-            row = {"name": tools[position].name, "score": round(score, 4)}
-            row["description"] = _first_line(tools[position].description)
+        for hit, parts in results:
+            row = {"name": tools[hit.position].name, "score": round(hit.score, 4), "weak": hit.weak}
+            row["description"] = _first_line(tools[hit.position].description)
             if args.explain:
                 row["contributions"] = {name: round(value, 4) for name, value in parts.items()}
             rows.append(row)
         print(json.dumps(rows, ensure_ascii=False, indent=2))
+        print(f"search: {mode}; {verdict(results)}", file=sys.stderr)
         return 0
+    print(f"search: {mode}; {verdict(results)}")
     if not results:
-        print("no tool matches")
         return 0
-    width = max(len(tools[position].name) for position, _, _ in results)
+    width = max(len(tools[hit.position].name) for hit, _ in results)
     print(f"{'#':>3}  {'tool':<{width}}  {'score':>7}  {'why' if args.explain else 'description'}")
-    for rank, (position, score, parts) in enumerate(results, start=1):
-        tail = _why(parts) if args.explain else _first_line(tools[position].description)
-        print(f"{rank:>3}  {tools[position].name:<{width}}  {score:>7.2f}  {tail}")
+    for rank, (hit, parts) in enumerate(results, start=1):
+        tail = _why(parts) if args.explain else _first_line(tools[hit.position].description)
+        print(f"{rank:>3}  {tools[hit.position].name:<{width}}  {hit.score:>7.2f}  {tail}")
     return 0

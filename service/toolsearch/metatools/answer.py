@@ -7,30 +7,30 @@ A pure function of hits already found, the caller's catalog and the budget (`sea
   (`describe_tool` gives any tool's whole definition).
 - **Leaders and the rest.** The first `leaders` tools of a query get what decides a call: the
   description cut at a sentence or clause boundary (leading notices such as "IMPORTANT: ..." moved
-  behind what the tool does: `descriptions`), `readOnly`, and the input schema compacted
+  behind what the tool does: `descriptions`; a sentence most tools of its server share left out:
+  `catalog.boilerplate`), `readOnly`, and the input schema compacted
   (`compact_schemas`); the leaders' schemas are compacted harder, then left out, when the budget is
   short. The rest get a name, one line and `readOnly`. A tool shown under an earlier query of the
   call is named again, not shown again.
 - **Twins.** Tools that are the same but for their server (`twins`) are one entry under the
   group's leading name, the others in `alsoAs`, ranked once where the first of them ranked.
 - **No match.** When the search found nothing or doubts its best hit (`SearchHit.weak`), the query
-  is answered short: `matched: false` and a note, the nearest few tools in one line each, and the
-  servers nearby.
-- **The map.** Each query says which servers its words name (`servers`) and which of its words no
-  tool mentions (`unmentioned`): whether a product it names is in the catalog at all.
+  is answered short: `matched: false` and a note, the nearest few tools in one line each.
+- **What the request names** (`search.products` decides it; this only formats it). `servers`: the
+  servers whose product the query names, each with its tool count, and only those. `notInCatalog`,
+  first after the query: the proper names the query gives that no server or tool mentions, when it
+  names no product the catalog has (a product the catalog lacks, or a value such as a person's
+  name); with no good match, the note names them.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from toolsearch.catalog.service import Catalog
 from toolsearch.metatools.compact_schemas import SchemaCut, compact_schema_of, json_chars
 from toolsearch.metatools.descriptions import described, shortened
-from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit
 from toolsearch.tool import Tool
 
@@ -53,7 +53,7 @@ LINE_CHARS: Final = 90
 QUERY_CHARS: Final = 120
 """The most characters of a query repeated in its result (the agent knows its own query)."""
 MAP_ENTRIES: Final = 5
-"""The most servers and unmentioned words named per query."""
+"""The most servers, and names not in the catalog, named per query."""
 
 _ABOVE: Final = "(shown above)"
 _FULL: Final = "full"
@@ -85,7 +85,7 @@ def search_answer(
     searches: Sequence[tuple[str, Sequence[SearchHit]]],
     catalog: Catalog,
     *,
-    read_only: Callable[[Tool], bool],
+    read_only: Callable[[Tool], bool | str],
     limit: int,
     leaders: int,
     chars_per_query: int,
@@ -111,7 +111,7 @@ def _query_result(
     query: str,
     hits: Sequence[SearchHit],
     catalog: Catalog,
-    read_only: Callable[[Tool], bool],
+    read_only: Callable[[Tool], bool | str],
     limit: int,
     leaders: int,
     schemas: bool,
@@ -120,18 +120,20 @@ def _query_result(
 ) -> dict[str, Any]:
     found = _distinct(hits, catalog, limit)
     result: dict[str, Any] = {"query": shortened(query, QUERY_CHARS)}
+    products = catalog.products(query)
+    absent = [] if products.servers else list(products.unknown[:MAP_ENTRIES])
+    if absent:
+        result["notInCatalog"] = absent
     matched = bool(found) and not found[0].weak
     if not matched:
         result["matched"] = False
-        result["note"] = NO_GOOD_MATCH if found else NO_MATCH
+        result["note"] = _absent_note(absent) if absent else NO_GOOD_MATCH if found else NO_MATCH
         found = found[:NEAREST]
-    named = _named_servers(query, catalog)
-    nearby = named if matched else _with_servers_of(named, [each.tool for each in found], catalog)
-    if nearby:
-        result["servers"] = dict(nearby[:MAP_ENTRIES])
-    unmentioned = catalog.unknown_words(query)[:MAP_ENTRIES]
-    if unmentioned:
-        result["unmentioned"] = unmentioned
+    counts = dict(catalog.servers)
+    if products.servers:
+        result["servers"] = [
+            {"name": server, "tools": counts.get(server, 0)} for server in products.servers[:MAP_ENTRIES]
+        ]
     lines = [_line(each, catalog, read_only, shown) for each in found]
     # Room for the note of what was left out, should anything be: kept whether or not it is needed.
     room = share - json_chars({**result, "tools": []}) - json_chars(_more(limit, leaders)) - len('"more":,')
@@ -181,25 +183,27 @@ def _distinct(hits: Sequence[SearchHit], catalog: Catalog, limit: int) -> list[_
 
 
 def _line(
-    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool], shown: Mapping[str, str]
+    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool | str], shown: Mapping[str, str]
 ) -> dict[str, Any]:
     """A tool in a name, one line and whether it only reads (which call tool takes it); a tool
     shown under an earlier query of the call is only named."""
     tool = found.tool
     if tool.name in shown:
         return {"name": tool.name, "description": _ABOVE}
-    entry = {"name": tool.name, "description": described(tool, LINE_CHARS), "readOnly": read_only(tool)}
+    description = described(tool, LINE_CHARS, catalog.boilerplate(tool.name))
+    entry = {"name": tool.name, "description": description, "readOnly": read_only(tool)}
     _marked(entry, found, catalog)
     return entry
 
 
 def _leader(
-    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool], room: int, *, schemas: bool
+    found: _Found, catalog: Catalog, read_only: Callable[[Tool], bool | str], room: int, *, schemas: bool
 ) -> tuple[dict[str, Any] | None, bool]:
     """A leader's entry within `room` characters: with the fullest compacted schema that fits, else
     without a schema; None when even that does not fit. The flag says whether a schema is in it."""
     tool = found.tool
-    entry: dict[str, Any] = {"name": tool.name, "description": described(tool, LEADER_CHARS)}
+    description = described(tool, LEADER_CHARS, catalog.boilerplate(tool.name))
+    entry: dict[str, Any] = {"name": tool.name, "description": description}
     entry["readOnly"] = read_only(tool)
     _marked(entry, found, catalog)
     for cut in SCHEMA_CUTS if schemas else ():
@@ -243,37 +247,9 @@ def _more(results: int, schemas: int) -> str:
     return f"{' and '.join(cut)} left out to fit the answer's budget; describe_tool gives full definitions."
 
 
-# -- the map -----------------------------------------------------------------------------------
-
-
-_WORD = re.compile(r"[^\W_]{3,}")
-_GENERIC: Final = frozenset({"mcp", "api", "server", "tools", "full", "official", "remote"})
-"""Parts of server names that name no product."""
-
-
-def _named_servers(query: str, catalog: Catalog) -> list[tuple[str, int]]:
-    """The catalog's servers (with their tool counts) whose name, or a part of it, is a word of
-    `query`: `github` names github and github-actions."""
-    words = {word.lower() for word in _WORD.findall(query)}
-    if not words:
-        return []
-    return [(server, count) for server, count in catalog.servers if words.intersection(_name_parts(server))]
-
-
-@functools.lru_cache(maxsize=4096)
-def _name_parts(server: str) -> frozenset[str]:
-    """The words a server name is known by: itself and its parts, but those that name no product."""
-    name = server.lower()
-    return frozenset({name, *re.split(r"[-.]", name)}) - _GENERIC
-
-
-def _with_servers_of(
-    named: list[tuple[str, int]], tools: Sequence[Tool], catalog: Catalog
-) -> list[tuple[str, int]]:
-    counts = dict(catalog.servers)
-    nearby = dict(named)
-    for tool in tools:
-        server = split_qualified_name(tool.name)[0]
-        if server in counts:
-            nearby.setdefault(server, counts[server])
-    return list(nearby.items())
+def _absent_note(absent: Sequence[str]) -> str:
+    names = ", ".join(absent)
+    return (
+        f"No server or tool of this catalog mentions {names}: tell the user that no available tool "
+        "does this, unless one of the nearest named here plainly does."
+    )

@@ -22,7 +22,7 @@ from toolsearch.mcp.errors import InputNotRelayed, UpstreamError, UpstreamRpcErr
 from toolsearch.mcp.jsonrpc import INVALID_PARAMS
 from toolsearch.mcp.protocol import INPUT_REQUIRED, asked_input, without_envelope
 from toolsearch.metatools.answer import mark_suspicious
-from toolsearch.metatools.policy import ToolPolicy
+from toolsearch.metatools.policy import INFERRED, ToolPolicy
 from toolsearch.metatools.validation import argument_problems
 from toolsearch.naming import intended_name, similar_names
 from toolsearch.tool import Tool
@@ -56,6 +56,26 @@ def as_arguments(arguments: Any) -> Any:
             return arguments
         return parsed if isinstance(parsed, dict) else arguments
     return arguments
+
+
+def unparsed_arguments(arguments: Mapping[str, Any]) -> str | None:
+    """Why a tool's `arguments` (of a call, or of one of `calls`) sent as a string were not taken:
+    the string is not JSON, or not the JSON of an object. None when no such string was sent."""
+    calls = arguments.get("calls")
+    nested = [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+    for each in [arguments, *nested]:
+        if isinstance(each.get("arguments"), str):
+            return f"`arguments` {parse_problem(each['arguments'])}; send a JSON object."
+    return None
+
+
+def parse_problem(text: str) -> str:
+    """What is wrong with `text` as a JSON object sent as a string."""
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return f"could not be parsed as JSON ({exc})"
+    return f"is the JSON of a {type(parsed).__name__}, not of an object"
 
 
 def with_parsed_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -103,15 +123,19 @@ def search_request(arguments: Mapping[str, Any]) -> SearchRequest | dict[str, An
     is missing or too long."""
     queries = [arguments["query"]] if "query" in arguments else []
     queries += arguments.get("queries", [])
-    if not queries:
-        return error_result('search_tools needs "query" (a string) or "queries" (up to 5 strings).')
+    if not queries or not all(query.strip() for query in queries):
+        return error_result(
+            'search_tools needs "query" (a non-empty string) or "queries" (up to 5 non-empty strings).'
+        )
     if any(len(q) > MAX_QUERY_CHARS for q in queries):
         return error_result(f"Each query may have at most {MAX_QUERY_CHARS} characters; shorten it.")
     limit = int(arguments.get("limit", _DEFAULT_LIMIT))  # JSON Schema's integers include 8.0
     return SearchRequest(queries, limit, arguments.get("schemas", True))
 
 
-def described(catalog: Catalog, names: Sequence[str], read_only: Callable[[Tool], bool]) -> dict[str, Any]:
+def described(
+    catalog: Catalog, names: Sequence[str], read_only: Callable[[Tool], bool | str]
+) -> dict[str, Any]:
     """describe_tool's answer: each named tool's whole definition as a model may see it (a withheld
     tool says why), and the names the catalog lacks with similar ones."""
     tools, unknown = [], []
@@ -174,12 +198,17 @@ def call_refusal(
     if withheld:
         return error_result(withheld)
     if require_read_only and not policy.is_read_only(tool):
+        inferred = policy.read_only_label(tool) == INFERRED
+        why = "is judged a read but not marked read-only" if inferred else "is not marked read-only"
         return error_result(
-            f"{tool.name} is not marked read-only, so call_read_tool(s) refuses it. "
+            f"{tool.name} {why}, so call_read_tool(s) refuses it. "
             f"If you intend its effect, call it with call_write_tool."
         )
     if not isinstance(arguments, dict):
-        return schema_error(tool.name, ["at /: the arguments must be a JSON object"], tool.input_schema)
+        parsing = f": they {parse_problem(arguments)}" if isinstance(arguments, str) else ""
+        return schema_error(
+            tool.name, [f"at /: the arguments must be a JSON object{parsing}"], tool.input_schema
+        )
     problems = argument_problems(tool.input_schema, arguments, key=tool.digest)
     return schema_error(tool.name, problems, tool.input_schema) if problems else None
 

@@ -46,8 +46,10 @@ _DEFINITIONS: Final[tuple[dict[str, Any], ...]] = (
             "then call one by its exact name. Per query: the best tools, the top ones with readOnly "
             "and a compacted input schema, the rest a name and a line (describe_tool gives full "
             "definitions); a tool several servers serve is one entry, its other names (each "
-            "callable) in alsoAs. matched:false: no tool fits. `servers`: the servers your words "
-            "name; `unmentioned`: your words no tool mentions. Describe the task in any language; "
+            'callable) in alsoAs. readOnly "inferred": judged a read, not marked so by its server. '
+            "matched:false: no tool fits. `servers`: the servers whose product "
+            "you named; `notInCatalog`: names you gave that no tool mentions. Describe the task in "
+            "any language; "
             "pass several phrasings or sub-tasks in `queries` to search them at once."
         ),
         "inputSchema": {
@@ -86,7 +88,7 @@ _DEFINITIONS: Final[tuple[dict[str, Any], ...]] = (
         "name": CALL_READ,
         "title": "Call a read-only tool",
         "description": (
-            "Call a tool that only reads (readOnly: true in search results). "
+            "Call a tool that only reads (readOnly: true in search results{inferred}). "
             "Anything that creates, changes or deletes goes through call_write_tool."
         ),
         "inputSchema": _ONE_CALL,
@@ -122,16 +124,20 @@ _DEFINITIONS: Final[tuple[dict[str, Any], ...]] = (
 )
 
 
-def definitions(max_batch_calls: int) -> list[dict[str, Any]]:
-    """The meta-tools' definitions with the batch tool's limit; without the batch tool at 0."""
-    if max_batch_calls == 0:
-        return [d for d in _DEFINITIONS if d["name"] != CALL_READ_BATCH]
-    batch = next(d for d in _DEFINITIONS if d["name"] == CALL_READ_BATCH)
-    calls = {**batch["inputSchema"]["properties"]["calls"], "maxItems": max_batch_calls}
-    schema = {**batch["inputSchema"], "properties": {"calls": calls}}
-    description = batch["description"].format(max_batch_calls=max_batch_calls)
+def definitions(max_batch_calls: int, *, read_inferred: bool = False) -> list[dict[str, Any]]:
+    """The meta-tools' definitions with the batch tool's limit (without the batch tool at 0), and
+    call_read_tool saying whether it takes reads judged so but not marked (`--read-inferred`)."""
+    single = next(d for d in _DEFINITIONS if d["name"] == CALL_READ)
+    inferred = ' or "inferred"' if read_inferred else '; "inferred" ones go through call_write_tool'
+    changed = {CALL_READ: {**single, "description": single["description"].format(inferred=inferred)}}
+    if max_batch_calls:
+        batch = next(d for d in _DEFINITIONS if d["name"] == CALL_READ_BATCH)
+        calls = {**batch["inputSchema"]["properties"]["calls"], "maxItems": max_batch_calls}
+        schema = {**batch["inputSchema"], "properties": {"calls": calls}}
+        description = batch["description"].format(max_batch_calls=max_batch_calls)
+        changed[CALL_READ_BATCH] = {**batch, "description": description, "inputSchema": schema}
     return [
-        {**d, "description": description, "inputSchema": schema} if d is batch else d for d in _DEFINITIONS
+        changed.get(d["name"], d) for d in _DEFINITIONS if max_batch_calls or d["name"] != CALL_READ_BATCH
     ]
 
 

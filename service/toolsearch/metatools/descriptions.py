@@ -13,6 +13,7 @@ from typing import Final
 
 import cachetools
 
+from toolsearch.catalog.boilerplate import without_boilerplate
 from toolsearch.tool import Tool
 from toolsearch.untrusted import clean_text
 
@@ -25,12 +26,15 @@ _ABBREVIATIONS: Final = frozenset({"e.g", "i.e", "etc", "vs", "cf", "approx", "i
 
 
 @cachetools.cached(
-    cachetools.LRUCache(16_384), key=lambda tool, limit: (tool.digest, limit), lock=threading.Lock()
+    cachetools.LRUCache(16_384),
+    key=lambda tool, limit, boilerplate=(): (tool.digest, limit, boilerplate),
+    lock=threading.Lock(),
 )
-def described(tool: Tool, limit: int) -> str:
-    """The tool's description as an agent picks by it: what it does first, at most `limit`
-    characters; for a tool without one, that it has none and the names of its parameters."""
-    text = plain(tool.description)
+def described(tool: Tool, limit: int, boilerplate: tuple[str, ...] = ()) -> str:
+    """The tool's description as an agent picks by it: what it does first, without its server's
+    `boilerplate` sentences, at most `limit` characters; for a tool without one, that it has none
+    and the names of its parameters."""
+    text = plain(without_boilerplate(tool.description, boilerplate))
     if text:
         return cut_text(text, limit)
     title = plain(tool.title)

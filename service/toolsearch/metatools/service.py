@@ -33,10 +33,12 @@ from toolsearch.metatools.call_rules import (
     described,
     error_result,
     json_result,
+    parse_problem,
     passed_through,
     schema_error,
     search_request,
     unknown_tool,
+    unparsed_arguments,
     upstream_failure,
     with_parsed_arguments,
 )
@@ -122,7 +124,9 @@ class MetaTools:
         self._search_schemas = search_schemas
         self._answer_chars = answer_chars
         self._work = work
-        self.definitions: list[dict[str, Any]] = definitions(max_batch_calls)
+        self.definitions: list[dict[str, Any]] = definitions(
+            max_batch_calls, read_inferred=policy.read_inferred
+        )
         self._schemas = {d["name"]: d["inputSchema"] for d in self.definitions}
         # Validators are cached by schema content; the batch tool's schema depends on the settings.
         self._schema_keys = {name: tool_digest(schema) for name, schema in self._schemas.items()}
@@ -158,10 +162,14 @@ class MetaTools:
             )
         started = time.perf_counter()
         if not isinstance(arguments, dict):
-            return error_result(f"Arguments of {name} must be a JSON object.")
+            parsing = f": they {parse_problem(arguments)}" if isinstance(arguments, str) else ""
+            return error_result(f"Arguments of {name} must be a JSON object{parsing}.")
         arguments = with_parsed_arguments(arguments)
+        unparsed = unparsed_arguments(arguments)
         problems = argument_problems(self._schemas[name], arguments, key=self._schema_keys[name])
-        if problems:
+        if unparsed is not None:
+            result = error_result(unparsed)
+        elif problems:
             result = schema_error(name, problems, self._schemas[name])
         else:
             try:
@@ -182,7 +190,7 @@ class MetaTools:
             return await self._search(request, caller) if isinstance(request, SearchRequest) else request
         catalog = await self._catalogs.get(caller)
         if name == DESCRIBE:
-            return json_result(described(catalog, arguments["names"], self._policy.is_read_only))
+            return json_result(described(catalog, arguments["names"], self._policy.read_only_label))
         if name == CALL_READ_BATCH:
             return await self._call_read_batch(catalog, arguments["calls"], caller)
         return await self._call_upstream(
@@ -209,7 +217,7 @@ class MetaTools:
         answer = search_answer(
             searches,
             catalog,
-            read_only=self._policy.is_read_only,
+            read_only=self._policy.read_only_label,
             limit=request.limit,
             leaders=self._search_schemas,
             chars_per_query=self._answer_chars,
