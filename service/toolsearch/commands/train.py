@@ -4,6 +4,7 @@ abstention model for its ranker, or e5's query layers, and write it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -151,6 +152,7 @@ def _train_abstention(args: argparse.Namespace) -> int:
 
 def _train_encoder(args: argparse.Namespace) -> int:
     from toolsearch.embedding import load_model
+    from toolsearch.embedding.manifest import sha256_file
     from toolsearch.search.offline.encoder_training import Settings, train_query_layers
     from toolsearch.search.offline.evaluation import load_queries
     from toolsearch.search.offline.training import training_queries_path
@@ -158,16 +160,18 @@ def _train_encoder(args: argparse.Namespace) -> int:
 
     try:
         first = profile_paths(args.model_dir).models[0]
-        queries = [q for path in args.queries or [training_queries_path()] for q in load_queries(path)]
+        paths = args.queries or [training_queries_path()]
+        queries = [query for path in paths for query in load_queries(path)]
         layers = train_query_layers(
             first,
             load_model(first, threads=args.threads),
             queries,
             Settings(seed=args.seed),
             args.catalog,
-            progress=print,
+            progress=lambda line: print(line, flush=True),
         )
-        digest = layers.save(args.encoder)
+        data = {"queries_sha256": {path.name: sha256_file(path) for path in paths}}
+        digest = dataclasses.replace(layers, training={**layers.training, **data}).save(args.encoder)
     except (ModelError, OSError, ValueError) as error:
         print(f"toolsearch train: error: {error}", file=sys.stderr)
         return 1

@@ -16,6 +16,7 @@ does not match its header's digest, or a header for another image, is refused.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,11 @@ NORMS = ("aln", "oln")
 HEADER_NAME = "query-layers.json"
 WEIGHTS_NAME = "query-layers.bin"
 FORMAT_VERSION = 1
+
+
+def shipped_query_layers_path() -> Path:
+    """The query layers `toolsearch model install` builds e5's query graph from."""
+    return Path(str(importlib.resources.files("toolsearch") / "data" / "encoder"))
 
 
 def layer_tensor_names(layer: int) -> list[str]:

@@ -58,6 +58,10 @@ class Settings:
     temperature: float = 0.05
     same_server: float = 2.0
     """How many times each other tool of a gold tool's server counts in the softmax."""
+    anchor: float = 10.0
+    """Weight of each request's cosine distance to its untrained vector: the softmax alone moves
+    queries off the region where e5's cosines live (gold tools' cosine 0.84 -> 0.15), where the
+    calibrated thresholds (abstention, word translation) and word expansion read them."""
     seed: int = 0
 
 
@@ -85,6 +89,8 @@ class Examples:
     states: list[np.ndarray]
     """One [bucket width, hidden] array per request."""
     masks: list[np.ndarray]
+    originals: np.ndarray
+    """[requests, hidden]: each request's vector by the untrained layers (the anchor)."""
     targets: np.ndarray
     """[requests, tools]: 1 for a gold tool, `same_server` for another tool of its server, 0 else."""
 
@@ -108,7 +114,9 @@ def examples(
         servers = np.unique(catalog.servers[gold])
         targets[row, np.isin(catalog.servers, servers)] = settings.same_server
         targets[row, gold] = 1.0
-    return Examples(states, masks, targets)
+    first = encoder.image.layers - settings.layers
+    untrained = [encoder.parameters(number) for number in range(first, encoder.image.layers)]
+    return Examples(states, masks, _vectors(encoder, untrained, states, masks), targets)
 
 
 def _bucket(tokens: int) -> int:
@@ -144,20 +152,23 @@ def _loss(
     layers: Sequence[Layer],
     states: jax.Array,
     mask: jax.Array,
+    originals: jax.Array,
     targets: jax.Array,
     tools: jax.Array,
     penalty: jax.Array,
-    temperature: float,
+    settings: Settings,
     encoder: Encoder,
 ) -> jax.Array:
     vectors = pooled(layers, states, mask, encoder.image)
+    temperature = settings.temperature
     scores = (vectors @ tools.T - penalty) / temperature
     gold = targets == 1.0
     # Another tool of the server counts `same_server` times: log of its weight added to its score.
     weights = jnp.where(gold, 1.0, jnp.where(targets > 0, targets, 1.0))
     everything = jax.nn.logsumexp(scores, axis=1, b=weights)
     served = jax.nn.logsumexp(jnp.where(gold, scores, -jnp.inf), axis=1)
-    return (everything - served).mean()
+    drift = 1.0 - (vectors * originals).sum(axis=1)
+    return (everything - served + settings.anchor * drift).mean()
 
 
 def batches(examples: Examples, settings: Settings) -> list[np.ndarray]:
@@ -192,10 +203,15 @@ def train(
 
     @jax.jit
     def step(
-        layers: list[Layer], state: optax.OptState, states: jax.Array, mask: jax.Array, targets: jax.Array
+        layers: list[Layer],
+        state: optax.OptState,
+        states: jax.Array,
+        mask: jax.Array,
+        originals: jax.Array,
+        targets: jax.Array,
     ) -> tuple[list[Layer], optax.OptState, jax.Array]:
         loss, gradient = jax.value_and_grad(_loss)(
-            layers, states, mask, targets, tools, penalty, settings.temperature, encoder
+            layers, states, mask, originals, targets, tools, penalty, settings, encoder
         )
         updates, state = optimizer.update(gradient, state, layers)
         return optax.apply_updates(layers, updates), state, loss
@@ -207,6 +223,7 @@ def train(
             state,
             jnp.asarray(np.stack([examples.states[m] for m in members])),
             jnp.asarray(np.stack([examples.masks[m] for m in members])),
+            jnp.asarray(examples.originals[members]),
             jnp.asarray(examples.targets[members]),
         )
         if number % 25 == 0 or number == len(plan):
@@ -220,10 +237,16 @@ def embed(
     encoder: Encoder, tokenizer: TextTokenizer, layers: Sequence[Layer], texts: Sequence[str]
 ) -> np.ndarray:
     """Query vectors of `texts` (read as serving reads them) with `layers` as the top layers."""
-    states, masks = bucketed_states(
-        encoder, tokenizer, [intent(text) for text in texts], encoder.image.layers - len(layers)
-    )
-    rows = np.zeros((len(texts), encoder.image.hidden), np.float32)
+    first = encoder.image.layers - len(layers)
+    states, masks = bucketed_states(encoder, tokenizer, [intent(text) for text in texts], first)
+    return _vectors(encoder, layers, states, masks)
+
+
+def _vectors(
+    encoder: Encoder, layers: Sequence[Layer], states: Sequence[np.ndarray], masks: Sequence[np.ndarray]
+) -> np.ndarray:
+    """Each request's vector from its bucketed states through the top `layers`."""
+    rows = np.zeros((len(states), encoder.image.hidden), np.float32)
     widths = np.array([len(mask) for mask in masks])
     for width in np.unique(widths):
         members = np.flatnonzero(widths == width)
