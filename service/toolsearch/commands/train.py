@@ -1,9 +1,10 @@
-"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker), or an
-abstention model for its ranker, and write it."""
+"""`toolsearch train`: fit a profile's learned ranking (query adapter and re-ranker), an
+abstention model for its ranker, or e5's query layers, and write it."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ _DESCRIPTION = (
     "Fit the query adapter and the re-ranker of a profile's models on training requests "
     "over a catalog file and write the ranker directory; with --abstention, fit an abstention model "
     "for the profile's ranker on those requests and on requests no tool serves instead, and write "
-    "it. Deterministic: folds are whole servers."
+    "it; with --encoder, train the top layers of e5's query side against the catalog's fixed tool "
+    "vectors instead. Deterministic: folds are whole servers, the encoder's batches are seeded."
 )
 
 
@@ -24,7 +26,11 @@ def add_train_command(subparsers: Subparsers) -> None:
     train = command_parser(subparsers, "train", _DESCRIPTION)
     train.add_argument("--model-dir", type=Path, action="append", required=True, help="as for `eval`")
     train.add_argument(
-        "--queries", type=Path, default=None, help="training requests (default: the shipped training set)"
+        "--queries",
+        type=Path,
+        action="append",
+        default=None,
+        help="training requests (default: the shipped training set); --encoder reads several",
     )
     train.add_argument(
         "--unservable",
@@ -54,6 +60,15 @@ def add_train_command(subparsers: Subparsers) -> None:
         action="store_true",
         help="also report the fusion and the learned ranking on servers held out of training",
     )
+    train.add_argument(
+        "--encoder",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="instead: train e5's query layers (the profile's first model embeds the tools) and write "
+        "the weight file and its header to OUT; needs the `train` extra (JAX)",
+    )
+    train.add_argument("--seed", type=int, default=0, help="with --encoder: the seed of its batches")
     train.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads (default: 2)")
     train.set_defaults(handler=_train)
 
@@ -66,6 +81,11 @@ def _train(args: argparse.Namespace) -> int:
 
     if args.abstention:
         return _train_abstention(args)
+    if args.encoder:
+        return _train_encoder(args)
+    if args.queries is not None and len(args.queries) > 1:
+        print("toolsearch train: error: one --queries file, except with --encoder", file=sys.stderr)
+        return 2
     try:
         paths = profile_paths(args.model_dir)
         out = args.out or paths.ranker
@@ -74,7 +94,7 @@ def _train(args: argparse.Namespace) -> int:
         models = [load_model(path, threads=args.threads) for path in paths.models]
         dictionaries = load_dictionaries(paths)
         ranker, index, queries = train_profile_ranker(
-            models, args.queries or training_queries_path(), args.catalog, dictionaries=dictionaries
+            models, (args.queries or [training_queries_path()])[0], args.catalog, dictionaries=dictionaries
         )
         with staged_directory(out, replace=True) as staging:
             ranker.save(staging)
@@ -109,7 +129,7 @@ def _train_abstention(args: argparse.Namespace) -> int:
         abstainer, data, held_out = train_profile_abstainer(
             models,
             ranker,
-            args.queries or training_queries_path(),
+            (args.queries or [training_queries_path()])[0],
             args.unservable or unservable_queries_path(),
             args.catalog,
             dictionaries=dictionaries,
@@ -127,4 +147,33 @@ def _train_abstention(args: argparse.Namespace) -> int:
         return 1
     print(f"an abstention model for {paths.ranker} is in {out}")
     print(held_out_report(data, held_out, abstainer.threshold))
+    return 0
+
+
+def _train_encoder(args: argparse.Namespace) -> int:
+    from toolsearch.embedding import load_model
+    from toolsearch.embedding.manifest import sha256_file
+    from toolsearch.search.offline.encoder_training import Settings, train_query_layers
+    from toolsearch.search.offline.evaluation import load_queries
+    from toolsearch.search.offline.training import training_queries_path
+    from toolsearch.search.profile import profile_paths
+
+    try:
+        first = profile_paths(args.model_dir).models[0]
+        paths = args.queries or [training_queries_path()]
+        queries = [query for path in paths for query in load_queries(path)]
+        layers = train_query_layers(
+            first,
+            load_model(first, threads=args.threads),
+            queries,
+            Settings(seed=args.seed),
+            args.catalog,
+            progress=lambda line: print(line, flush=True),
+        )
+        data = {"queries_sha256": {path.name: sha256_file(path) for path in paths}}
+        digest = dataclasses.replace(layers, training={**layers.training, **data}).save(args.encoder)
+    except (ModelError, OSError, ValueError) as error:
+        print(f"toolsearch train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"e5's query layers {list(layers.layers)} are in {args.encoder} (sha256 {digest})")
     return 0

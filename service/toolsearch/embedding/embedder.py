@@ -45,18 +45,27 @@ class Embedder:
         tokenizer: TextTokenizer,
         batch_tokens: int,
         workers: int = 1,
+        query_session: ort.InferenceSession | None = None,
     ) -> None:
+        """`query_session` runs the manifest's `query_model` (queries); `session` the rest."""
         self.manifest = manifest
         self._session = session
+        self._query_session = query_session or session
         self._tokenizer = tokenizer
         self._batch_tokens = batch_tokens
         self._output = manifest.output or session.get_outputs()[0].name
         self._wants_token_types = "token_type_ids" in {i.name for i in session.get_inputs()}
-        canonical = json.dumps(
-            manifest.model_dump(mode="json", exclude={"calibration"}), sort_keys=True
-        ).encode()
-        self.fingerprint = hashlib.sha256(canonical).hexdigest()
+        self.fingerprint = _fingerprint(manifest)
         """Identity of the model and of how it is used: equal fingerprints, equal vectors."""
+        passages = manifest.model_copy(
+            update={
+                "query_model": None,
+                "files": {k: v for k, v in manifest.files.items() if k != manifest.query_model},
+            }
+        )
+        self.passage_fingerprint = _fingerprint(passages)
+        """Identity of its passage vectors: a model whose queries run a graph of their own shares
+        them (and every cached tool vector) with the model that runs its `model.onnx` for both."""
         self._closed = False
         # Texts that need several model runs (a catalog, not a query) spread them over `workers`
         # threads, each run on one core: onnxruntime lets the GIL go while it runs.
@@ -75,10 +84,10 @@ class Embedder:
         return self.manifest.dimensions
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, self.manifest.query_prefix)
+        return self._embed(texts, self.manifest.query_prefix, self._query_session)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, self.manifest.passage_prefix)
+        return self._embed(texts, self.manifest.passage_prefix, self._session)
 
     def pieces(self, text: str) -> list[str]:
         """How the model's tokenizer segments `text` (`TextTokenizer.pieces`)."""
@@ -92,7 +101,7 @@ class Embedder:
         if self._workers is not None:
             self._workers.shutdown(wait=False, cancel_futures=True)
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], prefix: str, session: ort.InferenceSession) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("pass a sequence of texts, not a single string")
         prepared = [prefix + t for t in self._normalized(texts)]
@@ -111,7 +120,7 @@ class Embedder:
             positions = np.arange(max(int(lengths[chosen].max()), 1))
             mask = positions < lengths[chosen, None]
             ids = flat[np.where(mask, starts[chosen, None] + positions, len(flat) - 1)]
-            return self._run(ids, mask.astype(np.int64))
+            return self._run(session, ids, mask.astype(np.int64))
 
         batches = list(_batches(np.argsort(lengths, kind="stable"), lengths, self._batch_tokens))
         for chosen, batch_rows in zip(batches, self._runs(run, batches), strict=True):
@@ -144,12 +153,20 @@ class Embedder:
         except CancelledError:  # `close` cancelled the runs not started
             raise closed from None
 
-    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _run(self, session: ort.InferenceSession, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask}
         if self._wants_token_types:
             feed["token_type_ids"] = np.zeros_like(ids)
-        (output,) = self._session.run([self._output], feed)
+        (output,) = session.run([self._output], feed)
         return _pool(np.asarray(output, dtype=np.float32), mask, self.manifest.pooling)
+
+
+def _fingerprint(manifest: ModelManifest) -> str:
+    """SHA-256 of the manifest less its calibration (and its `query_model` when it has none, so
+    a manifest written before the field keeps its fingerprint)."""
+    left_out = {"calibration"} | ({"query_model"} if manifest.query_model is None else set())
+    canonical = json.dumps(manifest.model_dump(mode="json", exclude=left_out), sort_keys=True).encode()
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _batches(order: np.ndarray, lengths: np.ndarray, budget: int) -> Iterator[np.ndarray]:
@@ -205,9 +222,10 @@ def load_model(
     if verify:
         verify_files(directory, manifest)
     tokenizer = load_tokenizer(directory / TOKENIZER_FILE, manifest.max_tokens)
-    session = _session(directory / MODEL_FILE, threads)
-    _check_signature(session, manifest, directory)
-    return Embedder(manifest, session, tokenizer, batch_tokens, workers)
+    sessions = [_session(directory / name, threads) for name in (MODEL_FILE, manifest.query_model) if name]
+    for session in sessions:
+        _check_signature(session, manifest, directory)
+    return Embedder(manifest, sessions[0], tokenizer, batch_tokens, workers, query_session=sessions[-1])
 
 
 def _session(path: Path, threads: int) -> ort.InferenceSession:

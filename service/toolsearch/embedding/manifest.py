@@ -111,6 +111,10 @@ class ModelDescription(BaseModel):
     calibration: Calibration | None = None
     """What its cosines mean (`Calibration`); None: not measured. It changes no vector, so the
     model's fingerprint (`Embedder.fingerprint`) leaves it out."""
+    query_model: str | None = None
+    """A second graph (a file of the directory) that embeds queries, with `model.onnx` embedding
+    passages only: a query side trained for search against the fixed passage side
+    (`embedding.query_layers`). None: `model.onnx` embeds both."""
 
 
 class ModelManifest(ModelDescription):
@@ -130,6 +134,12 @@ class ModelManifest(ModelDescription):
             if not is_hex_digest(digest):
                 raise ValueError(f"digest of {name} is not a lower-case hex SHA-256")
         return files
+
+    @model_validator(mode="after")
+    def _query_model_is_pinned(self) -> ModelManifest:
+        if self.query_model is not None and self.query_model not in self.files:
+            raise ValueError(f"query_model {self.query_model} is not among the files")
+        return self
 
 
 def package_version(distribution: str) -> str:
@@ -192,8 +202,10 @@ def verify_files(directory: Path, manifest: ModelManifest) -> None:
 
 
 def seal(directory: Path, description: ModelDescription) -> ModelManifest:
-    """Pin the digests of the model and the tokenizer in `directory`, and write the manifest."""
-    files = {name: sha256_file(directory / name) for name in (MODEL_FILE, TOKENIZER_FILE)}
+    """Pin the digests of the model, the tokenizer (and the query model) in `directory`, and write
+    the manifest."""
+    names = (MODEL_FILE, TOKENIZER_FILE, *([description.query_model] if description.query_model else []))
+    files = {name: sha256_file(directory / name) for name in names}
     manifest = ModelManifest(**description.model_dump(), files=files)
     text = json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
     (directory / MANIFEST_NAME).write_text(text, encoding="utf-8")
@@ -207,11 +219,16 @@ def write_model_directory(
     description: ModelDescription,
     *,
     replace: bool = False,
+    query_model: onnx.ModelProto | None = None,
 ) -> ModelManifest:
-    """A model directory at `target` (through `staged_directory`): the graph, the tokenizer and
-    the manifest that pins them."""
+    """A model directory at `target` (through `staged_directory`): the graph, the tokenizer, the
+    query graph if any (written as the description's `query_model`) and the manifest that pins them."""
     with staged_directory(target, replace=replace) as staging:
         (staging / MODEL_FILE).write_bytes(model.SerializeToString())
+        if query_model is not None:
+            if description.query_model is None:
+                raise ModelError("a query graph needs a file name: the description's query_model")
+            (staging / description.query_model).write_bytes(query_model.SerializeToString())
         tokenizer.save(str(staging / TOKENIZER_FILE))
         return seal(staging, description)
 

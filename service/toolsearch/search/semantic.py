@@ -108,7 +108,7 @@ def catalog_words(tools: Sequence[Tool]) -> list[str]:
 
 def model_key(embedder: Embedder) -> str:
     """Identity of a tool vector's origin: the model as used, and how passages are written."""
-    return f"{embedder.fingerprint[:32]}.p{PASSAGE_VERSION}"
+    return f"{embedder.passage_fingerprint[:32]}.p{PASSAGE_VERSION}"
 
 
 def cached_ids(tools: Sequence[Tool], embedder: Embedder, *, words: bool = True) -> dict[str, list[str]]:
