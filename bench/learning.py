@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.adversarial import VECTOR_DIR, _VectorFile
+from bench.adversarial import VECTOR_DIR
 from bench.options import Options
 from bench.processes import split_serve_flags
 from bench.report import Floor, Section, Table
@@ -59,7 +59,8 @@ def intents(queries: Sequence[Query]) -> tuple[list[tuple[Query, list[Query]]], 
     return used, unused
 
 
-def _index(options: Options, tools: Sequence[Tool]) -> tuple[HybridIndex, _VectorFile]:
+def _index(options: Options, tools: Sequence[Tool]) -> HybridIndex:
+    from toolsearch.backends.disk_vectors import DiskVectorCache
     from toolsearch.search.build import build_index
     from toolsearch.search.hybrid import QueryVectors
     from toolsearch.search.profile import load_profile
@@ -68,7 +69,8 @@ def _index(options: Options, tools: Sequence[Tool]) -> tuple[HybridIndex, _Vecto
     given = [part.strip() for part in split_serve_flags(profile.model_dir)[0].split(",") if part.strip()]
     loaded = load_profile(given, threads=2)
     first, *others = (QueryVectors(model) for model in loaded.models)
-    cache = _VectorFile(VECTOR_DIR)
+    # The product's disk cache: the catalog is embedded once, then read back by every run.
+    cache = DiskVectorCache(VECTOR_DIR / "disk", max_bytes=2**30)
     index = build_index(
         tools,
         first.embedder,
@@ -80,7 +82,7 @@ def _index(options: Options, tools: Sequence[Tool]) -> tuple[HybridIndex, _Vecto
         abstainer=loaded.abstainer,
     )
     assert isinstance(index, HybridIndex)
-    return index, cache
+    return index
 
 
 class Replay:
@@ -142,7 +144,7 @@ def run(options: Options) -> Section:
     tools = [interner.intern(definition) for definition in load_catalog_file(recorded_catalog_path())]
     if not options.measured_profiles:
         return Section("learning", {"skipped": "no --model-dir: learning needs the dense model"}, [])
-    index, cache = _index(options, tools)
+    index = _index(options, tools)
     flagged = frozenset(integrity(tools).reasons)
     replay = Replay(index, tools, flagged)
     used, unused = intents(load_queries(training_queries_path()))
@@ -150,7 +152,6 @@ def run(options: Options) -> Section:
     others = [query for _, wordings in used for query in wordings]
     teaching = [(taught, sorted(taught.gold)[0]) for taught, _ in used]
     before = (replay.ranked(others), replay.ranked(unused))
-    cache.save()
     rows, data = [], {"intents": len(used), "other wordings": len(others), "unused requests": len(unused)}
     for design, policy in DESIGNS.items():
         for callers in CALLERS if design == "default" else (5,):

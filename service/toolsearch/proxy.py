@@ -115,7 +115,7 @@ class Proxy:
         outcomes = SearchOutcomes(
             backend.outcomes, identifier, telemetry, supervisor=supervisor, window=window
         )
-        learning = _learning(settings, backend, identifier, window)
+        learning = _learning(settings, backend, identifier, window, telemetry)
         return cls(
             settings=settings,
             upstream=upstream,
@@ -152,13 +152,13 @@ class Proxy:
 
 
 def _learning(
-    settings: Settings, backend: Backend, identifier: Identifier, window: float
+    settings: Settings, backend: Backend, identifier: Identifier, window: float, telemetry: Telemetry
 ) -> CatalogLearning | None:
     """What catalogs learn from use, with --learning: kept by the backend, shared like catalogs."""
     if not settings.learning:
         return None
     policy = LearningPolicy(k=settings.learning_k, half_life=settings.learning_half_life)
-    return CatalogLearning(backend.learning, policy, identifier, window=window)
+    return CatalogLearning(backend.learning, policy, identifier, window=window, telemetry=telemetry)
 
 
 def _server(

@@ -31,6 +31,7 @@ from toolsearch.catalog.service import Catalog
 from toolsearch.identity import Identifier
 from toolsearch.mcp.caller import CallerHeaders
 from toolsearch.search.learning import LearnedCatalog, LearningPolicy, contributor
+from toolsearch.telemetry import Telemetry
 
 if TYPE_CHECKING:  # the models' modules load only where a profile is served
     from toolsearch.search.hybrid import HybridIndex
@@ -63,10 +64,12 @@ class CatalogLearning:
         identifier: Identifier,
         *,
         window: float,
+        telemetry: Telemetry | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._identifier = identifier
+        self._telemetry = telemetry or Telemetry(use_environment=False)
         self.policy = policy
         self._clock = clock
         self._pending: TTLCache[str, list[_Pending]] = TTLCache(_MAX_CALLERS, ttl=window)
@@ -114,6 +117,7 @@ class CatalogLearning:
                 try:
                     if await self._store.teach(catalog.digest, name, vector, who, tool.digest, self.policy):
                         self.taught += 1
+                        self._telemetry.learning_contributions.add(1)
                 except StoreUnavailable:
                     return
         await self._refresh(catalog, index)
