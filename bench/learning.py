@@ -163,6 +163,7 @@ def run(options: Options) -> Section:
             row += [recall(before[1], unused, 1), recall(after[1], unused, 1)]
             rows.append(row)
     data["runs"] = rows
+    data["cosines"] = _cosines(replay, used, unused)
     poisoning = _poisoning(replay, used, others + unused)
     data["poisoning"] = poisoning
     replay.learn(replay.teach(teaching, 5, LearningPolicy()), LearningPolicy())
@@ -215,6 +216,23 @@ def run(options: Options) -> Section:
         Floor("search p50 within 1 ms of off", f"{on} ms on, {off} ms off", on - off <= 1.0),
     ]
     return Section("learning", data, [table, poison_table], floors)
+
+
+def _cosines(
+    replay: Replay, used: Sequence[tuple[Query, list[Query]]], unused: Sequence[Query]
+) -> dict[str, float]:
+    """How far apart requests are in the first model's space: each other wording to its intent's
+    taught wording, and each unused request to the nearest taught wording (medians). Learning by
+    request similarity can only tell the first from the second if they differ."""
+    taught = np.stack([replay.vector(first) for first, _ in used])
+    same = [
+        float(replay.vector(other) @ replay.vector(first)) for first, wordings in used for other in wordings
+    ]
+    nearest = [float((taught @ replay.vector(query)).max()) for query in unused]
+    return {
+        "other wording to its taught wording": round(statistics.median(same), 3),
+        "unused request to the nearest taught wording": round(statistics.median(nearest), 3),
+    }
 
 
 def _poisoning(
