@@ -1,15 +1,19 @@
 """Learning from use across replicas sharing a real Redis, with a tiny generated model: what callers
-taught through two replicas reaches a replica started afterwards, and Redis holds no request text
-and no token."""
+taught through two replicas reaches a replica started afterwards, `/stats` and the metrics count
+it, and Redis holds no request text and no token."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from tests.conftest import call_text, connect
 from tests.embedding.tiny_models import write_model
 from tests.replicas.conftest import requires_redis, running_replicas, search
+from toolsearch.commands.stats import fetch_report
 from toolsearch.testing import RedisServer
 
 pytestmark = requires_redis
@@ -40,6 +44,7 @@ async def test_what_k_callers_taught_through_two_replicas_reaches_a_restarted_re
         "embedding_wait": 60,
         "learning": "true",
         "learning_k": len(CALLERS),
+        "stats": "true",
     }
     with running_replicas(upstream[0], count=2, **flags) as (first, second):
         before = await search(first, CALLERS[0], QUERY)
@@ -48,6 +53,9 @@ async def test_what_k_callers_taught_through_two_replicas_reaches_a_restarted_re
         alone = await search(second, "bystander-token", QUERY)
         await teach(second, CALLERS[1], last)
         taught = await search(second, "bystander-token", QUERY)
+        base = second.removesuffix("/mcp")
+        learned = fetch_report([base])["counts"]["learning"]
+        metrics = httpx.get(f"{base}/metrics", timeout=10).text
     with running_replicas(upstream[0], count=1, **flags) as [restarted]:
         after_restart = await search(restarted, "another-bystander", QUERY)
 
@@ -56,6 +64,8 @@ async def test_what_k_callers_taught_through_two_replicas_reaches_a_restarted_re
     assert rank_of(alone, last) == lowest  # one caller, below k: nothing moved
     assert (rank_of(taught, last) or lowest) < lowest
     assert rank_of(after_restart, last) == rank_of(taught, last)
+    assert learned == {"lessons": 1, "contributions": 1}  # what this replica taught
+    assert re.search(r"toolsearch_learning_contributions_total\{[^}]*\} 1\.0", metrics)
     with redis_server.client() as client:
         keys = list(client.scan_iter("*"))
         assert any(key.startswith(b"toolsearch:learning:") for key in keys)
