@@ -9,6 +9,7 @@ Sections (each also runs alone, e.g. `python -m bench.tokens --quick`):
     throughput  wrk against one and two toolsearch processes (nginx round robin) and the peer
     overhead    a tools/call through toolsearch versus straight to the upstream
     coldstart   a new caller's first request at 1,500 and 5,000 tools
+    learning    search that learns from use, replayed: recall before and after, poisoning, p50 on/off
     profile     py-spy profiles of warm search and of a proxied tools/call (not in --quick)
 
 Results are merged into bench/results/<date>.json and .md, with PNG plots beside them; the tables
@@ -35,7 +36,17 @@ from bench.options import Options, profile_label
 from bench.processes import SERVICE_DIR
 from bench.report import RESULTS_DIR, Section, machine, print_section, results_path, save
 
-SECTIONS = ("tokens", "answers", "quality", "adversarial", "throughput", "overhead", "coldstart", "profile")
+SECTIONS = (
+    "tokens",
+    "answers",
+    "quality",
+    "adversarial",
+    "throughput",
+    "overhead",
+    "coldstart",
+    "profile",
+    "learning",
+)
 QUICK_SECTIONS = ("tokens", "answers", "quality", "adversarial", "throughput", "overhead", "coldstart")
 
 

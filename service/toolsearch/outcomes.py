@@ -125,8 +125,9 @@ class SearchOutcomes:
         self._deadlines.append((time.monotonic() + self.window, key, search))
         self._wake_sweeper()
 
-    async def called(self, caller: CallerHeaders, name: str) -> None:
-        """A call of `name`, a tool of the caller's catalog."""
+    async def called(self, caller: CallerHeaders, name: str) -> int | None:
+        """A call of `name`, a tool of the caller's catalog: its rank in the search it ends (0 when
+        that search did not show it), None when it ends none (what `catalog.learning` learns from)."""
         self._tally.calls += 1
         ranks, shown = await self._memory.end(await self._key(caller), name)
         if ranks is not None:
@@ -138,9 +139,11 @@ class SearchOutcomes:
                 self._tally.not_in_results.add(name)
             else:
                 self._tally.ranks[rank] += 1
-        elif not shown:
+            return rank or 0
+        if not shown:
             self._tally.without_search.add(name)
             self._telemetry.call_without_search.add(1)
+        return None
 
     def unknown_tool(self, *, typo: bool) -> None:
         """A call of a name the caller's catalog lacks: a typo of one of its tools, or missing."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from toolsearch.backends import open_backend
 from toolsearch.backends.base import Backend
+from toolsearch.catalog.learning import CatalogLearning
 from toolsearch.catalog.service import CatalogService
 from toolsearch.identity import Identifier, JwtIdentifier, TokenIdentifier
 from toolsearch.integrity.tool_guard import Approvals, ToolGuard
@@ -26,6 +27,7 @@ from toolsearch.metatools.policy import ToolPolicy
 from toolsearch.metatools.service import MetaTools
 from toolsearch.outcomes import SearchOutcomes
 from toolsearch.runtime import Supervisor
+from toolsearch.search.learning import LearningPolicy
 from toolsearch.server import McpServer
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
@@ -63,6 +65,8 @@ class Proxy:
     vectors on disk."""
     embedding: EmbeddingWorker | None = None
     """The thread that embeds catalogs for hybrid search (None without a model)."""
+    learning: CatalogLearning | None = None
+    """What catalogs learn from use (`catalog.learning`; None unless --learning)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, telemetry: Telemetry | None = None) -> Proxy:
@@ -111,11 +115,12 @@ class Proxy:
         outcomes = SearchOutcomes(
             backend.outcomes, identifier, telemetry, supervisor=supervisor, window=window
         )
+        learning = _learning(settings, backend, identifier, window, telemetry)
         return cls(
             settings=settings,
             upstream=upstream,
             catalogs=catalogs,
-            server=_server(settings, catalogs, upstream, outcomes, telemetry, work),
+            server=_server(settings, catalogs, upstream, outcomes, telemetry, work, learning),
             telemetry=telemetry,
             outcomes=outcomes,
             backend=backend,
@@ -123,6 +128,7 @@ class Proxy:
             supervisor=supervisor,
             work=work,
             embedding=embedding,
+            learning=learning,
         )
 
     @property
@@ -145,6 +151,16 @@ class Proxy:
         self.telemetry.shutdown()
 
 
+def _learning(
+    settings: Settings, backend: Backend, identifier: Identifier, window: float, telemetry: Telemetry
+) -> CatalogLearning | None:
+    """What catalogs learn from use, with --learning: kept by the backend, shared like catalogs."""
+    if not settings.learning:
+        return None
+    policy = LearningPolicy(k=settings.learning_k, half_life=settings.learning_half_life)
+    return CatalogLearning(backend.learning, policy, identifier, window=window, telemetry=telemetry)
+
+
 def _server(
     settings: Settings,
     catalogs: CatalogService,
@@ -152,6 +168,7 @@ def _server(
     outcomes: SearchOutcomes,
     telemetry: Telemetry,
     work: Executor,
+    learning: CatalogLearning | None,
 ) -> McpServer:
     metatools = MetaTools(
         catalogs,
@@ -167,6 +184,7 @@ def _server(
         telemetry=telemetry,
         outcomes=outcomes,
         work=work,
+        learning=learning,
     )
     return McpServer(
         metatools,

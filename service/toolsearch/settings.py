@@ -245,6 +245,24 @@ class Settings(BaseSettings):
         "its answer (followed, at which rank, or not); no call by then counts the search as unfollowed. "
         "Only the answer's tool names are kept, never the query.",
     )
+    learning: bool = Field(
+        False,
+        description="Learn from use: when a search is followed by a call of a tool it did not rank first, "
+        "that catalog's ranking learns that such requests lead to the tool (an aggregate of request "
+        "vectors per tool, never the text; no effect until --learning-k distinct callers taught it).",
+    )
+    learning_k: int = Field(
+        3,
+        ge=1,
+        le=1000,
+        description="Distinct callers (tokens) who must have led to a tool before what they taught changes "
+        "any ranking (--learning).",
+    )
+    learning_half_life: float = Field(
+        14 * 86_400.0,
+        gt=0,
+        description="Seconds after which what callers taught counts half (--learning).",
+    )
     stats: bool = Field(
         False,
         description="Serve GET /stats: what callers did with search answers (share followed by a call of "

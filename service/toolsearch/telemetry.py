@@ -169,6 +169,11 @@ class Telemetry:
             "toolsearch.call.without_search",
             description="Calls of a tool that no search showed the caller within the window.",
         )
+        self.learning_contributions = meter.create_counter(
+            "toolsearch.learning.contributions",
+            description="With --learning: request vectors taught to a tool a search did not rank first "
+            "(a caller once per tool).",
+        )
         self.call_unknown_tool = meter.create_counter(
             "toolsearch.call.unknown_tool",
             description="Calls of a name the catalog lacks, by outcome: typo (one tool meant) or missing.",

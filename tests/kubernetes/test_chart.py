@@ -280,13 +280,20 @@ def test_the_standalone_proxy_serves_the_models_of_its_image(chart: helm.Chart) 
     assert "TOOLSEARCH_MODEL_DIR" not in env_of(container)
 
 
-def test_read_inferred_lets_the_standalone_proxy_take_inferred_reads(chart: helm.Chart) -> None:
+@pytest.mark.parametrize(
+    ("value", "variable"),
+    [
+        ("readInferred", "TOOLSEARCH_READ_INFERRED"),  # call_read_tool(s) take inferred reads
+        ("learning", "TOOLSEARCH_LEARNING"),  # search learns from use
+    ],
+)
+def test_a_standalone_switch_turns_its_setting_on(chart: helm.Chart, value: str, variable: str) -> None:
     values = VALUE_SETS["standalone only, redis url from a secret"]
     (default,) = one(render(chart, values), "Deployment", "proxy")["spec"]["template"]["spec"]["containers"]
-    values = {**values, "standalone": {**values["standalone"], "readInferred": True}}
+    values = {**values, "standalone": {**values["standalone"], value: True}}
     (container,) = one(render(chart, values), "Deployment", "proxy")["spec"]["template"]["spec"]["containers"]
-    assert "TOOLSEARCH_READ_INFERRED" not in env_of(default)
-    assert env_of(container)["TOOLSEARCH_READ_INFERRED"] == "true"
+    assert variable not in env_of(default)
+    assert env_of(container)[variable] == "true"
 
 
 def test_extra_env_gives_the_standalone_proxy_another_model_profile(chart: helm.Chart) -> None:

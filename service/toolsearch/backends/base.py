@@ -2,7 +2,8 @@
 
 A backend is where the proxy keeps what outlives a request: catalogs (with the leases that let one
 replica list a catalog while the others wait, and the digests pinned for its tools, `integrity`),
-tool vectors, and each caller's pending search outcome. `memory` keeps them in this process;
+tool vectors, each caller's pending search outcome, and what each catalog learned from use
+(`search.learning`). `memory` keeps them in this process;
 `redis` in a Redis every replica shares. The proxy chooses one from its settings
 (`backends.open_backend`) and speaks to it only through these Protocols.
 
@@ -20,8 +21,10 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+import numpy as np
 import orjson
 
+from toolsearch.search.learning import LearningPolicy, ToolAggregate
 from toolsearch.search.vectors import VectorStore
 from toolsearch.tool import Tool
 
@@ -113,6 +116,25 @@ class OutcomeMemory(Protocol):
         ...
 
 
+class LearningStore(Protocol):
+    """What each catalog learned from use (`search.learning`), by catalog digest and tool name."""
+
+    async def aggregates(self, catalog: str) -> dict[str, ToolAggregate]:
+        """Every aggregate the catalog holds, by tool name (none left out for being below k)."""
+        ...
+
+    async def teach(
+        self, catalog: str, tool: str, vector: np.ndarray, who: str, definition: str, policy: LearningPolicy
+    ) -> bool:
+        """Add contributor `who`'s request `vector` to the catalog's aggregate of `tool`
+        (`search.learning.contribute`); False when nothing changed (`who` already counted)."""
+        ...
+
+    async def forget(self, catalog: str) -> None:
+        """Drop everything the catalog learned."""
+        ...
+
+
 class Backend(Protocol):
     """Catalogs, tool vectors and search outcomes kept in one place, with its health and its close."""
 
@@ -126,6 +148,9 @@ class Backend(Protocol):
 
     @property
     def outcomes(self) -> OutcomeMemory: ...
+
+    @property
+    def learning(self) -> LearningStore: ...
 
     @property
     def failures(self) -> int:

@@ -4,7 +4,8 @@ The catalog service in front of it keeps the catalogs this process serves, each 
 it was made from (`catalog.Catalog.record`); the store sees a record for as long as something holds
 it, and so never keeps a catalog the service has dropped. Pins are the store's alone: the least
 recently listed catalogs' beyond `max_catalogs` are forgotten. Tool vectors are kept in a bounded
-LRU, outcome records for their window, at most `max_callers` of them.
+LRU, outcome records for their window, at most `max_callers` of them, and what catalogs learned
+from use (`MemoryLearning`) within its bounds.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from cachetools import LRUCache, TLRUCache
 
 from toolsearch.backends.base import OUTCOME_GRACE_SECONDS, CatalogRecord, pin_set, pinned_after
+from toolsearch.search.learning import MAX_TOOLS, LearningPolicy, ToolAggregate, contribute
 from toolsearch.search.vectors import MemoryVectorCache, VectorStore
 
 _MAX_CALLERS: Final = 100_000
@@ -132,6 +134,32 @@ class MemoryVectors:
         self.cache.put_many(model, vectors)
 
 
+class MemoryLearning:
+    """`LearningStore` in this process: at most `MAX_TOOLS` aggregates per catalog (the least
+    recently taught dropped), the least recently taught catalogs' beyond `max_catalogs` forgotten."""
+
+    def __init__(self, max_catalogs: int = 10_000, clock: Callable[[], float] = time.time) -> None:
+        self._catalogs: LRUCache[str, LRUCache[str, ToolAggregate]] = LRUCache(max_catalogs)
+        self._clock = clock
+
+    async def aggregates(self, catalog: str) -> dict[str, ToolAggregate]:
+        return dict(self._catalogs.get(catalog, {}))
+
+    async def teach(
+        self, catalog: str, tool: str, vector: np.ndarray, who: str, definition: str, policy: LearningPolicy
+    ) -> bool:
+        tools = self._catalogs.get(catalog)
+        if tools is None:
+            tools = self._catalogs[catalog] = LRUCache(MAX_TOOLS)
+        taught = contribute(tools.get(tool), vector, who, definition, self._clock(), policy)
+        if taught is not None:
+            tools[tool] = taught
+        return taught is not None
+
+    async def forget(self, catalog: str) -> None:
+        self._catalogs.pop(catalog, None)
+
+
 class MemoryBackend:
     """`Backend` in this process."""
 
@@ -139,6 +167,7 @@ class MemoryBackend:
         self.catalogs = MemoryCatalogStore(max_catalogs)
         self.vectors: VectorStore = MemoryVectors()
         self.outcomes = MemoryOutcomes()
+        self.learning = MemoryLearning(max_catalogs)
         self.failures = 0
 
     async def health(self) -> dict[str, Any]:

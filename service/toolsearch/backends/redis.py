@@ -40,6 +40,7 @@ from toolsearch.backends.redis_connection import (
     CorruptEntry,
     connect,
 )
+from toolsearch.backends.redis_learning import RedisLearning
 from toolsearch.runtime import Supervisor
 from toolsearch.search.vectors import VectorStore
 from toolsearch.tool import ToolInterner
@@ -148,6 +149,7 @@ class RedisBackend:
         )
         self.vectors: VectorStore = RedisVectors(self.connection, ttl_ms)
         self.outcomes = RedisOutcomes(self.connection)
+        self.learning = RedisLearning(self.connection, clock)
 
     @classmethod
     def from_url(

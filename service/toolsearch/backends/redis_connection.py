@@ -94,6 +94,17 @@ if redis.call('HGET', KEYS[1], 'search') ~= ARGV[1] then return 0 end
 redis.call('HDEL', KEYS[1], 'search', 'ranks')
 return 1
 """
+# learning: one hash per catalog digest, a field per tool (`search.learning`'s aggregate, see
+# `redis_learning`). Compare and set: ARGV field, the value read before ('' when none), the new
+# value, the most fields, ttl ms. 1: written; 0: changed meanwhile; -1: the catalog is full.
+TEACH = """
+local stored = redis.call('HGET', KEYS[1], ARGV[1])
+if (stored or '') ~= ARGV[2] then return 0 end
+if not stored and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return -1 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
 
 
 class Keys:
@@ -126,6 +137,9 @@ class Keys:
 
     def outcome(self, caller: str) -> str:
         return f"{self.prefix}outcome:{caller}"
+
+    def learning(self, catalog: str) -> str:
+        return f"{self.prefix}learning:{catalog}"
 
 
 class CorruptEntry(Exception):

@@ -62,6 +62,11 @@ def format_report(summary: Mapping[str, Any]) -> str:
         row("names the catalog lacks: typos", counts["unknown_tool"]["typo"]),
         row("names the catalog lacks: missing", counts["unknown_tool"]["missing"]),
     ]
+    if "learning" in counts:  # replicas started with --learning
+        learning = counts["learning"]
+        lines.append("learning from use:")
+        lines.append(row("calls after a search that did not rank the tool first", learning["lessons"]))
+        lines.append(row("contributions taught (a caller once per tool)", learning["contributions"]))
     for title, key in (
         ("tools most often called without search", "most_called_without_search"),
         ("tools most often called right after a search that did not show them", "most_called_not_in_results"),

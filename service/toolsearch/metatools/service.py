@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from opentelemetry.metrics import Histogram
 
+from toolsearch.catalog.learning import CatalogLearning
 from toolsearch.catalog.service import Catalog
 from toolsearch.mcp.caller import CallerHeaders, CallerInput
 from toolsearch.mcp.errors import InputNotRelayed, UpstreamAuthError, UpstreamError, UpstreamRpcError
@@ -82,7 +83,7 @@ class Outcomes(Protocol):
 
     async def searched(self, caller: CallerHeaders, results: Sequence[Mapping[str, Any]]) -> None: ...
 
-    async def called(self, caller: CallerHeaders, name: str) -> None: ...
+    async def called(self, caller: CallerHeaders, name: str) -> int | None: ...
 
     def unknown_tool(self, *, typo: bool) -> None: ...
 
@@ -113,9 +114,11 @@ class MetaTools:
         search_schemas: int = 3,
         answer_chars: int = 1500,
         telemetry: SearchTelemetry | None = None,
+        learning: CatalogLearning | None = None,
     ) -> None:
         """Searches run on `work`, off the event loop (the proxy's threads); `outcomes` records
-        what follows each search."""
+        what follows each search, and `learning` (when on) learns from it."""
+        self._learning = learning
         self._telemetry = telemetry or Telemetry(use_environment=False)
         self._outcomes = outcomes
         self._catalogs = catalogs
@@ -204,6 +207,8 @@ class MetaTools:
 
     async def _search(self, request: SearchRequest, caller: CallerHeaders) -> dict[str, Any]:
         catalog = await self._catalogs.get(caller)
+        if self._learning is not None:
+            await self._learning.before_search(catalog)
         searches = []
         for query in request.queries:
             with self._telemetry.span("search", attributes={"toolsearch.catalog.tools": len(catalog)}):
@@ -224,6 +229,12 @@ class MetaTools:
             schemas=request.schemas,
         )
         await self._outcomes.searched(caller, answer["results"])
+        if self._learning is not None:
+            queries = [query for query, _ in searches]
+            vectors = await asyncio.get_running_loop().run_in_executor(
+                self._work, self._learning.vectors, catalog, queries
+            )
+            await self._learning.searched(caller, catalog, vectors)
         return json_result(answer)
 
     async def _call_read_batch(
@@ -264,7 +275,9 @@ class MetaTools:
             if direct:
                 raise JsonRpcError(INVALID_PARAMS, message)
             return error_result(message)
-        await self._outcomes.called(caller, name)
+        rank = await self._outcomes.called(caller, name)
+        if self._learning is not None:
+            await self._learning.called(caller, catalog, name, rank)
         refusal = call_refusal(catalog, tool, arguments, self._policy, require_read_only=require_read_only)
         if refusal is not None:
             return refusal

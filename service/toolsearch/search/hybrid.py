@@ -52,6 +52,7 @@ from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit
 from toolsearch.search.abstention import Abstainer, request_features, weak_by_thresholds
 from toolsearch.search.dictionaries import Dictionaries, digest_of
+from toolsearch.search.learning import LearnedCatalog
 from toolsearch.search.lexical import MAX_QUERY_CHARS, LexicalIndex
 from toolsearch.search.ranking import Ranker, ServerGroups, adapt, one_word_names
 from toolsearch.search.request import Request, intent, read_request
@@ -211,6 +212,8 @@ class HybridIndex:
                 translation_cosine = calibration.translation_cosine
         self._abstention = abstention
         self.translation_cosine = translation_cosine
+        self.learned: LearnedCatalog | None = None
+        """What callers of this catalog taught it (`search.learning`), replaced whole as it learns."""
 
     def unknown_words(self, query: str) -> list[str]:
         return self.lexical.unknown_words(query)
@@ -263,6 +266,7 @@ class HybridIndex:
                 for each in self.companions
             ),
             tuple(self.guessed(request.unread)),
+            None if self.learned is None else self.learned.bonus(vector, len(self.semantic)),
         )
 
     def weak_by_thresholds(self, cosine: float, own_lexical: float, translated_lexical: float) -> bool:

@@ -4,7 +4,8 @@
 request as read (`search.request`) and what the models made of it (`Embedded`):
 
 - dense: the cosines of the request's embedding to each tool's two passages, blended
-  (`SemanticIndex.similarities`), and each companion model's, unless the request is in a
+  (`SemanticIndex.similarities`), plus what the catalog learned from use (`search.learning`),
+  and each companion model's, unless the request is in a
   language that model does not know;
 - lexical: BM25F of the request's words, plus, at `EXPANSION_WEIGHT`, of the `EXPANSION_WORDS`
   catalog words nearest to its embedding (the catalog's own words for what was asked, whatever
@@ -81,6 +82,9 @@ class Embedded:
     """Each companion model's similarities to the request; None where it sits out its language."""
     guessed: tuple[str, ...]
     """The catalog words the first model reads the request's unread words as."""
+    learned: np.ndarray | None = None
+    """Each tool's learned evidence for the request (`search.learning`), in units of the first
+    model's cosine; None when the catalog learned nothing (or learning is off)."""
 
 
 def standardised(scores: np.ndarray) -> np.ndarray:
@@ -110,6 +114,8 @@ def request_signals(
         dense = semantic.similarities(vector)
     else:  # the adapted query's similarities in the same pass over the tools
         dense, adapted_dense = semantic.similarities(np.stack([vector, embedded.adapted]))
+    if embedded.learned is not None:  # what callers of this catalog taught it: the dense evidence's part
+        dense = dense + embedded.learned
     own, server_share = lexical.bm25_parts(request.request)
     scores = own + server_share
     expansion = semantic.nearest_words(vector, EXPANSION_WORDS)

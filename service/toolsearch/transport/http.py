@@ -312,7 +312,11 @@ async def metrics(request: Request) -> Response:
 
 
 async def stats(request: Request) -> Response:
-    return _json(_proxy_of(request.app).outcomes.report())
+    proxy = _proxy_of(request.app)
+    summary = proxy.outcomes.report()
+    if proxy.learning is not None:
+        summary["counts"]["learning"] = proxy.learning.counts()
+    return _json(summary)
 
 
 async def healthz() -> Response:
