@@ -33,6 +33,11 @@ MIN_TOOLS = 100
 """A smaller catalog has too few tools to say what a usual neighbourhood is: no penalty."""
 _BLOCK_ROWS = 512
 """Tools compared with the whole catalog at once: bounds the similarity block's memory."""
+_SCREEN_SPARE = 6
+"""Candidates beyond the nearest kept by the float32 screen, measured exactly."""
+_SCREEN_ERROR = 1e-4
+"""Twice more than a float32 cosine of unit rows is off by: a candidate further below the nearest
+than this is no neighbour."""
 
 
 def neighbour_similarity(vectors: np.ndarray, neighbours: int = NEIGHBOURS) -> np.ndarray:
@@ -72,14 +77,38 @@ def _nearest(cosines: np.ndarray, neighbours: int) -> tuple[np.ndarray, np.ndarr
 
 
 def _nearest_rows(unit: np.ndarray, rows: np.ndarray, neighbours: int) -> tuple[np.ndarray, np.ndarray]:
-    """`_nearest` of the given `rows` of `unit` among all its rows, the row itself left out."""
+    """`_nearest` of the given `rows` of `unit` among all its rows, the row itself left out. The
+    whole catalog is screened in float32 (half the work of float64); the few candidates that can
+    be among the nearest (within `_SCREEN_ERROR` of them) are measured by `_cosines`."""
     columns = np.empty((len(rows), neighbours), dtype=np.intp)
     cosines = np.empty((len(rows), neighbours), dtype=np.float32)
+    rough_unit = unit.astype(np.float32)
+    candidates = min(neighbours + _SCREEN_SPARE, len(unit) - 1)
     for start in range(0, len(rows), _BLOCK_ROWS):
         part = rows[start : start + _BLOCK_ROWS]
-        block = _cosines(unit, part, slice(None))
-        block[np.arange(len(part)), part] = -np.inf  # a tool is not its own neighbour
-        columns[start : start + len(part)], cosines[start : start + len(part)] = _nearest(block, neighbours)
+        rough = rough_unit[part] @ rough_unit.T
+        rough[np.arange(len(part)), part] = -np.inf  # a tool is not its own neighbour
+        kept = np.argpartition(rough, rough.shape[1] - candidates, axis=1)[:, -candidates:]
+        kept_rough = np.sort(np.take_along_axis(rough, kept, axis=1), axis=1)
+        # A row whose spare candidates are all close to its nearest may miss one: measured in full.
+        whole = (kept_rough[:, candidates - neighbours] - kept_rough[:, 0] <= _SCREEN_ERROR) & (
+            candidates < len(unit) - 1
+        )
+        exact = np.concatenate(
+            [
+                np.einsum("rd,rcd->rc", unit[part[at : at + 64]], unit[kept[at : at + 64]]).astype(np.float32)
+                for at in range(0, len(part), 64)
+            ]
+        )
+        if whole.any():
+            full = _cosines(unit, part[whole], slice(None))
+            full[np.arange(len(full)), part[whole]] = -np.inf
+            near, _ = _nearest(full, candidates)
+            kept[whole] = near
+            exact[whole] = np.take_along_axis(full, near, axis=1)
+        near, values = _nearest(exact, neighbours)
+        columns[start : start + len(part)] = np.take_along_axis(kept, near, axis=1)
+        cosines[start : start + len(part)] = values
     return columns, cosines
 
 
