@@ -36,7 +36,7 @@ from toolsearch.search.documents import foreign_tools, tool_documents, tool_fiel
 from toolsearch.search.isolation import Neighbourhoods, isolation_penalty, without_foreign_meaning
 from toolsearch.search.text import split_words
 from toolsearch.search.vectors import VectorCache
-from toolsearch.tool import Tool
+from toolsearch.tool import Tool, per_tool
 
 PASSAGE_VERSION = 1
 """Part of every cached vector's key: change it whenever `passage` or `description_passage` changes
@@ -80,7 +80,8 @@ def _joined(*parts: str) -> str:
     return ". ".join(part.strip() for part in parts if part.strip())
 
 
-def _words(tool: Tool) -> set[str]:
+@per_tool
+def _words(tool: Tool) -> frozenset[str]:
     """The distinct runs of English letters (three or more, no stopword) in the words (`split_words`)
     of a tool's name, title, description start and parameters."""
     fields = tool_fields(tool)
@@ -93,11 +94,11 @@ def _words(tool: Tool) -> set[str]:
         )
     )
     # Words hold no space: one search finds the runs of all of them.
-    return {
+    return frozenset(
         letters
         for letters in _ENGLISH_LETTERS.findall(" ".join(split_words(source)))
         if len(letters) >= _MIN_WORD_CHARS and letters not in _ENGLISH_STOPWORDS
-    }
+    )
 
 
 def catalog_words(tools: Sequence[Tool]) -> list[str]:
