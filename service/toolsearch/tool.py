@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -14,6 +16,9 @@ import orjson
 def tool_digest(definition: Mapping[str, Any]) -> str:
     """SHA-256 of the definition's canonical JSON: equal content, equal digest."""
     return hashlib.sha256(orjson.dumps(definition, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+_Derived = TypeVar("_Derived")
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -100,3 +105,22 @@ class ToolInterner:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+def per_tool(derive: Callable[[Tool], _Derived]) -> Callable[[Tool], _Derived]:
+    """`derive` (a pure function of a tool's definition) computed once per interned tool and kept
+    as long as the tool is: every catalog holding the tool reuses it."""
+    derived: weakref.WeakKeyDictionary[Tool, _Derived] = weakref.WeakKeyDictionary()
+    lock = threading.Lock()
+
+    @functools.wraps(derive)
+    def once(tool: Tool) -> _Derived:
+        with lock:
+            if tool in derived:
+                return derived[tool]
+        value = derive(tool)
+        with lock:
+            derived[tool] = value
+        return value
+
+    return once

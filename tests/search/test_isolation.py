@@ -8,6 +8,8 @@ import numpy as np
 from tests.embedding.tiny_models import write_model
 from toolsearch.embedding import load_model
 from toolsearch.search.isolation import (
+    MIN_TOOLS,
+    Neighbourhoods,
     generality,
     isolation_penalty,
     neighbour_similarity,
@@ -107,3 +109,52 @@ def test_a_tool_written_in_another_language_than_its_catalog_is_known_to_the_den
     query = index.vectors[-1]
     unbounded = query @ index.blended.T - index.penalty
     assert np.isclose(index.similarities(query)[-1], min(unbounded[-1], unbounded.mean()))
+
+
+def _ids(rows: range) -> list[str]:
+    return [f"tool-{row}" for row in rows]
+
+
+def test_a_catalog_sharing_tools_with_earlier_ones_has_the_nearness_it_would_have_alone() -> None:
+    rows = _clustered(jobs=40, per_job=10)
+    known = Neighbourhoods()
+    for catalog in (range(0, 300), range(1, 301), range(5, 290), range(0, 400), range(100, 200)):
+        nearness = known.similarity("model", _ids(catalog), rows[catalog.start : catalog.stop])
+        assert np.array_equal(nearness, neighbour_similarity(rows[catalog.start : catalog.stop]))
+
+
+def test_a_tool_leaving_a_catalog_leaves_the_neighbourhoods_it_was_in() -> None:
+    rows = _clustered(jobs=20, per_job=6)
+    known = Neighbourhoods()
+    known.similarity("model", _ids(range(120)), rows)
+    without_first_job = range(6, 120)
+    assert np.array_equal(
+        known.similarity("model", _ids(without_first_job), rows[6:]), neighbour_similarity(rows[6:])
+    )
+
+
+def test_each_vector_space_has_its_own_neighbourhoods() -> None:
+    rows, other = _clustered(seed=1), _clustered(seed=2)
+    known = Neighbourhoods()
+    known.similarity("first", _ids(range(len(rows))), rows)
+    assert np.array_equal(
+        known.similarity("second", _ids(range(len(other))), other), neighbour_similarity(other)
+    )
+
+
+def test_a_catalog_holding_a_tool_twice_is_judged_as_a_whole() -> None:
+    rows = np.vstack([_clustered(), _clustered()[:1]])
+    ids = [*_ids(range(len(rows) - 1)), "tool-0"]
+    assert np.array_equal(Neighbourhoods().similarity("model", ids, rows), neighbour_similarity(rows))
+
+
+def test_an_index_built_after_another_bounds_its_tools_as_one_built_alone(
+    slice_tools: list[Tool], tmp_path: Path
+) -> None:
+    write_model(tmp_path / "model")
+    model, cache, known = load_model(tmp_path / "model"), MemoryVectorCache(), Neighbourhoods()
+    SemanticIndex.build(slice_tools[1:], model, cache, words=False, neighbourhoods=known)
+    after = SemanticIndex.build(slice_tools, model, cache, words=False, neighbourhoods=known)
+    alone = SemanticIndex.build(slice_tools, model, cache, words=False)
+    assert len(slice_tools) >= MIN_TOOLS
+    assert np.array_equal(after.penalty, alone.penalty)

@@ -16,7 +16,7 @@ from typing import Final
 
 from toolsearch.integrity.skeletons import latin_letters
 from toolsearch.search.documents import tool_fields
-from toolsearch.tool import Tool
+from toolsearch.tool import Tool, per_tool
 from toolsearch.untrusted import clean_text
 
 _SCANNED_CHARS: Final = 20_000
@@ -115,6 +115,7 @@ def _text_reasons(text: str) -> tuple[str, ...]:
     return tuple(reason for reason, pattern in _COMPILED.items() if pattern.search(folded))
 
 
+@per_tool
 def text_reasons(tool: Tool) -> tuple[str, ...]:
     """Why the text of `tool` addresses the model (of `TEXT_REASONS`, in their order); () when
     it does not. Read: its title, description and every string of its input schema (parameter

@@ -23,6 +23,7 @@ from toolsearch.search import SearchIndex
 from toolsearch.search.abstention import Abstainer
 from toolsearch.search.dictionaries import Dictionaries
 from toolsearch.search.hybrid import Companion, DenseIndex, HybridIndex, QueryVectors
+from toolsearch.search.isolation import Neighbourhoods
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.profile import Profile
 from toolsearch.search.progressive import EmbeddingWorker, ProgressiveIndex
@@ -109,10 +110,14 @@ def _with_models(
     mode: Literal["dense", "hybrid"] = "hybrid",
     query_runs: Executor | None = None,
     abstainer: Abstainer | None = None,
+    neighbourhoods: Neighbourhoods | None = None,
 ) -> SearchIndex:
-    semantic = SemanticIndex.build(tools, query_vectors.embedder, cache)
+    semantic = SemanticIndex.build(tools, query_vectors.embedder, cache, neighbourhoods=neighbourhoods)
     joined = [
-        Companion(SemanticIndex.build(tools, queries.embedder, cache, words=False), queries)
+        Companion(
+            SemanticIndex.build(tools, queries.embedder, cache, words=False, neighbourhoods=neighbourhoods),
+            queries,
+        )
         for queries in companions
     ]
     index = HybridIndex(
@@ -279,6 +284,7 @@ def index_builder(
         dictionaries=dictionaries,
         abstainer=abstainer,
         query_runs=embedding.query_runs,
+        neighbourhoods=Neighbourhoods(),
     )
     return ProgressiveBuilder(
         models,

@@ -22,7 +22,7 @@ import numpy as np
 
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import text
-from toolsearch.tool import Tool
+from toolsearch.tool import Tool, per_tool
 
 FIELDS = ("name", "server", "title", "summary", "description", "parameter_names", "parameter_descriptions")
 """The fields of a tool document, in the order of `ToolDocument.fields`. `summary` is the first
@@ -257,3 +257,18 @@ def foreign_tools(documents: Sequence[ToolDocument]) -> np.ndarray:
     values, counts = np.unique(told, return_counts=True)
     foreign: np.ndarray = (languages != "") & (languages != values[np.argmax(counts)])
     return foreign
+
+
+_NAME_SEPARATORS = re.compile(r"[\W_]+")
+
+
+def name_key(name: str) -> str:
+    """A name as people may write it: any case, any separators (`Create-Issue` ~ `create_issue`)."""
+    return _NAME_SEPARATORS.sub("", text.fold(name))
+
+
+@per_tool
+def name_keys(tool: Tool) -> frozenset[str]:
+    """The keys of a tool's name and bare name (without its server's), as people may write them."""
+    _, bare = split_qualified_name(tool.name)
+    return frozenset({name_key(tool.name), name_key(bare)} - {""})

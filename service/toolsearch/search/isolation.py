@@ -17,6 +17,10 @@ The constants were chosen on the development attack families only (docs/security
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 NEIGHBOURS = 10
@@ -29,6 +33,11 @@ MIN_TOOLS = 100
 """A smaller catalog has too few tools to say what a usual neighbourhood is: no penalty."""
 _BLOCK_ROWS = 512
 """Tools compared with the whole catalog at once: bounds the similarity block's memory."""
+_SCREEN_SPARE = 6
+"""Candidates beyond the nearest kept by the float32 screen, measured exactly."""
+_SCREEN_ERROR = 1e-4
+"""Twice more than a float32 cosine of unit rows is off by: a candidate further below the nearest
+than this is no neighbour."""
 
 
 def neighbour_similarity(vectors: np.ndarray, neighbours: int = NEIGHBOURS) -> np.ndarray:
@@ -38,25 +47,156 @@ def neighbour_similarity(vectors: np.ndarray, neighbours: int = NEIGHBOURS) -> n
     neighbours = min(neighbours, count - 1)
     if neighbours <= 0:
         return np.zeros(count, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = (vectors / np.maximum(norms, 1e-9)).astype(np.float32)
-    means = np.empty(count, dtype=np.float32)
-    for start in range(0, count, _BLOCK_ROWS):
-        block = unit[start : start + _BLOCK_ROWS] @ unit.T
-        rows = np.arange(len(block))
-        block[rows, start + rows] = -np.inf  # a tool is not its own neighbour
-        nearest = np.partition(block, count - neighbours, axis=1)[:, count - neighbours :]
-        means[start : start + len(block)] = nearest.mean(axis=1)
+    _, cosines = _nearest_rows(_unit(vectors), np.arange(count), neighbours)
+    means: np.ndarray = cosines.mean(axis=1)
     return means
 
 
-def generality(vectors: np.ndarray, neighbours: int = NEIGHBOURS) -> np.ndarray:
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    """The rows normalised, as float64: their products rounded to float32 are the same cosines
+    whichever product (a whole block or a few columns) computed them, float32 ones are not."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: np.ndarray = (vectors / np.maximum(norms, 1e-9)).astype(np.float32).astype(np.float64)
+    return unit
+
+
+def _cosines(
+    unit: np.ndarray, rows: np.ndarray | list[int], columns: np.ndarray | list[int] | slice
+) -> np.ndarray:
+    cosines: np.ndarray = (unit[rows] @ unit[columns].T).astype(np.float32)
+    return cosines
+
+
+def _nearest(cosines: np.ndarray, neighbours: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the columns of its `neighbours` highest cosines and those cosines, ascending: the
+    same cosines are summed in the same order however they were found."""
+    columns = np.argpartition(cosines, cosines.shape[1] - neighbours, axis=1)[:, -neighbours:]
+    order = np.argsort(np.take_along_axis(cosines, columns, axis=1), axis=1, kind="stable")
+    columns = np.take_along_axis(columns, order, axis=1)
+    return columns, np.take_along_axis(cosines, columns, axis=1)
+
+
+def _nearest_rows(unit: np.ndarray, rows: np.ndarray, neighbours: int) -> tuple[np.ndarray, np.ndarray]:
+    """`_nearest` of the given `rows` of `unit` among all its rows, the row itself left out. The
+    whole catalog is screened in float32 (half the work of float64); the few candidates that can
+    be among the nearest (within `_SCREEN_ERROR` of them) are measured by `_cosines`."""
+    columns = np.empty((len(rows), neighbours), dtype=np.intp)
+    cosines = np.empty((len(rows), neighbours), dtype=np.float32)
+    rough_unit = unit.astype(np.float32)
+    candidates = min(neighbours + _SCREEN_SPARE, len(unit) - 1)
+    for start in range(0, len(rows), _BLOCK_ROWS):
+        part = rows[start : start + _BLOCK_ROWS]
+        rough = rough_unit[part] @ rough_unit.T
+        rough[np.arange(len(part)), part] = -np.inf  # a tool is not its own neighbour
+        kept = np.argpartition(rough, rough.shape[1] - candidates, axis=1)[:, -candidates:]
+        kept_rough = np.sort(np.take_along_axis(rough, kept, axis=1), axis=1)
+        # A row whose spare candidates are all close to its nearest may miss one: measured in full.
+        whole = (kept_rough[:, candidates - neighbours] - kept_rough[:, 0] <= _SCREEN_ERROR) & (
+            candidates < len(unit) - 1
+        )
+        exact = np.concatenate(
+            [
+                np.einsum("rd,rcd->rc", unit[part[at : at + 64]], unit[kept[at : at + 64]]).astype(np.float32)
+                for at in range(0, len(part), 64)
+            ]
+        )
+        if whole.any():
+            full = _cosines(unit, part[whole], slice(None))
+            full[np.arange(len(full)), part[whole]] = -np.inf
+            near, _ = _nearest(full, candidates)
+            kept[whole] = near
+            exact[whole] = np.take_along_axis(full, near, axis=1)
+        near, values = _nearest(exact, neighbours)
+        columns[start : start + len(part)] = np.take_along_axis(kept, near, axis=1)
+        cosines[start : start + len(part)] = values
+    return columns, cosines
+
+
+@dataclass(frozen=True)
+class _Neighbourhood:
+    """A tool's nearest tools (ids) and their cosines, ascending, in the `catalog` it was judged in."""
+
+    catalog: frozenset[str]
+    ids: tuple[str, ...]
+    cosines: np.ndarray
+
+
+class Neighbourhoods:
+    """Each tool's nearest tools in the last catalog it was judged in, by vector space (a model's
+    key) and tool id, so that a catalog sharing tools with earlier ones compares only what changed.
+
+    A known tool's nearest tools in a new catalog are the nearest of its old ones and of the tools
+    its old catalog lacked, as long as none of its old ones left: then only its cosines to those
+    new tools are computed. The others (new tools, tools whose neighbours left) are compared with
+    the whole catalog. The result equals `neighbour_similarity`'s (the cosines are the same
+    products, summed in the same order). Each tool keeps its latest neighbourhood only; the
+    lock keeps builds on several threads apart."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, dict[str, _Neighbourhood]] = {}
+        self._lock = threading.Lock()
+
+    def similarity(
+        self, space: str, ids: Sequence[str], vectors: np.ndarray, neighbours: int = NEIGHBOURS
+    ) -> np.ndarray:
+        """`neighbour_similarity(vectors, neighbours)`, row `i` being the tool `ids[i]`."""
+        count = len(ids)
+        neighbours = min(neighbours, count - 1)
+        if neighbours <= 0 or len(set(ids)) < count:  # a tool twice is its own neighbour: no reuse
+            return neighbour_similarity(vectors, neighbours)
+        catalog, unit = frozenset(ids), _unit(vectors)
+        with self._lock:
+            known = self._known.setdefault(space, {})
+            earlier = [known.get(tool) for tool in ids]
+        found: list[_Neighbourhood | None] = [None] * count
+        groups: dict[int, list[int]] = {}
+        for row, entry in enumerate(earlier):
+            if entry is not None and len(entry.ids) == neighbours and catalog.issuperset(entry.ids):
+                groups.setdefault(id(entry.catalog), []).append(row)
+        for rows in groups.values():
+            self._extend(found, catalog, ids, unit, rows, earlier, neighbours)
+        missing = np.array([row for row in range(count) if found[row] is None], dtype=np.intp)
+        columns, cosines = _nearest_rows(unit, missing, neighbours)
+        for row, near, values in zip(missing.tolist(), columns, cosines, strict=True):
+            found[row] = _Neighbourhood(catalog, tuple(ids[column] for column in near), values)
+        with self._lock:
+            known.update((tool, entry) for tool, entry in zip(ids, found, strict=True) if entry is not None)
+        means: np.ndarray = np.array([entry.cosines for entry in found if entry is not None]).mean(axis=1)
+        return means
+
+    @staticmethod
+    def _extend(
+        found: list[_Neighbourhood | None],
+        catalog: frozenset[str],
+        ids: Sequence[str],
+        unit: np.ndarray,
+        rows: list[int],
+        earlier: list[_Neighbourhood | None],
+        neighbours: int,
+    ) -> None:
+        """The neighbourhoods of `rows`, tools judged in one earlier catalog: their old nearest
+        tools against the tools that catalog lacked."""
+        old = [entry for entry in (earlier[row] for row in rows) if entry is not None]
+        added = [column for column, tool in enumerate(ids) if tool not in old[0].catalog]
+        cosines = np.hstack([np.array([entry.cosines for entry in old]), _cosines(unit, rows, added)])
+        names = [[*entry.ids, *(ids[column] for column in added)] for entry in old]
+        columns, values = _nearest(cosines, neighbours)
+        for position, (row, near) in enumerate(zip(rows, columns, strict=True)):
+            found[row] = _Neighbourhood(catalog, tuple(names[position][c] for c in near), values[position])
+
+
+def generality(
+    vectors: np.ndarray, neighbours: int = NEIGHBOURS, nearness: np.ndarray | None = None
+) -> np.ndarray:
     """Per row: its cosine to the catalog's mean direction less its mean cosine to its nearest other
-    rows. High for a text near the centre of the catalog but near no tool in particular."""
+    rows (`nearness`, when `Neighbourhoods` knows it). High for a text near the centre of the
+    catalog but near no tool in particular."""
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
     centre = unit.mean(axis=0)
     centrality = unit @ (centre / max(float(np.linalg.norm(centre)), 1e-9))
-    spread: np.ndarray = (centrality - neighbour_similarity(vectors, neighbours)).astype(np.float32)
+    if nearness is None:
+        nearness = neighbour_similarity(vectors, neighbours)
+    spread: np.ndarray = (centrality - nearness).astype(np.float32)
     return spread
 
 
@@ -67,12 +207,15 @@ def isolation_penalty(
     spreads: float = SPREADS,
     weight: float = WEIGHT,
     min_tools: int = MIN_TOOLS,
+    known: tuple[Neighbourhoods, str, Sequence[str]] | None = None,
 ) -> np.ndarray:
     """Per tool (row of `vectors`), the similarity it loses for being more general than its
-    catalog's tools usually are (0 for most; all 0 in a catalog under `min_tools`)."""
+    catalog's tools usually are (0 for most; all 0 in a catalog under `min_tools`). `known`: the
+    `Neighbourhoods` to reuse, the vector space and each row's tool id."""
     if len(vectors) < min_tools:
         return np.zeros(len(vectors), dtype=np.float32)
-    value = generality(vectors, neighbours)
+    nearness = None if known is None else known[0].similarity(known[1], known[2], vectors, neighbours)
+    value = generality(vectors, neighbours, nearness)
     median = float(np.median(value))
     spread = float(np.median(np.abs(value - median)))
     excess = value - (median + spreads * spread)

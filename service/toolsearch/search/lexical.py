@@ -29,7 +29,15 @@ from cachetools import LRUCache
 
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import SearchHit, text
-from toolsearch.search.documents import FIELDS, ToolDocument, Vocabulary, foreign_tools, tool_documents
+from toolsearch.search.documents import (
+    FIELDS,
+    ToolDocument,
+    Vocabulary,
+    foreign_tools,
+    name_key,
+    name_keys,
+    tool_documents,
+)
 from toolsearch.search.selection import best_hits, named_first
 from toolsearch.search.sentences import combined, sentences
 from toolsearch.tool import Tool
@@ -71,16 +79,10 @@ PREFIX_WEIGHT = 0.5
 
 MAX_QUERY_CHARS = 4096
 """Query text past this is ignored: bounds the work one request can cause."""
-_NAME_SEPARATORS = re.compile(r"[\W_]+")
 _QUERY_CHUNK = re.compile(r"[^\s\"'`“”„«»‘’,;:!?()\[\]{}<>]+")
 _IDENTIFIER_LIKE = re.compile(r"[_.\-]|[a-z][A-Z]")
 _EXACT = "="
 """Prefix of the `_names` keys that hold a tool's very name (name keys never contain `=`)."""
-
-
-def _name_key(name: str) -> str:
-    """A name as people may write it: any case, any separators (`Create-Issue` ~ `create_issue`)."""
-    return _NAME_SEPARATORS.sub("", text.fold(name))
 
 
 def _shared_prefix_length(first: str, second: str) -> int:
@@ -320,9 +322,9 @@ class LexicalIndex:
         tool's qualified or bare name up to case and separators (`GitHub create-issue`,
         `use github_create_issue`)."""
         query = query[:MAX_QUERY_CHARS]
-        keys = {_name_key(query)}
+        keys = {name_key(query)}
         keys.update(
-            _name_key(chunk) for chunk in _QUERY_CHUNK.findall(query) if _IDENTIFIER_LIKE.search(chunk)
+            name_key(chunk) for chunk in _QUERY_CHUNK.findall(query) if _IDENTIFIER_LIKE.search(chunk)
         )
         found = [self._names[key] for key in keys if key in self._names]
         return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
@@ -368,8 +370,7 @@ def _add_columns(weights: scipy.sparse.csc_array, query_columns: list[tuple[list
 def _name_positions(tools: Sequence[Tool]) -> dict[str, np.ndarray]:
     positions: dict[str, list[int]] = {}
     for position, tool in enumerate(tools):
-        _, bare = split_qualified_name(tool.name)
-        for key in {_name_key(tool.name), _name_key(bare)} - {""}:
+        for key in name_keys(tool):
             positions.setdefault(key, []).append(position)
         positions.setdefault(_EXACT + tool.name, []).append(position)
     return {key: np.array(found, dtype=np.int64) for key, found in positions.items()}

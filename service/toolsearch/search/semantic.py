@@ -33,10 +33,10 @@ from toolsearch.embedding import Embedder
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import stopwords
 from toolsearch.search.documents import foreign_tools, tool_documents, tool_fields
-from toolsearch.search.isolation import isolation_penalty, without_foreign_meaning
+from toolsearch.search.isolation import Neighbourhoods, isolation_penalty, without_foreign_meaning
 from toolsearch.search.text import split_words
 from toolsearch.search.vectors import VectorCache
-from toolsearch.tool import Tool
+from toolsearch.tool import Tool, per_tool
 
 PASSAGE_VERSION = 1
 """Part of every cached vector's key: change it whenever `passage` or `description_passage` changes
@@ -80,7 +80,8 @@ def _joined(*parts: str) -> str:
     return ". ".join(part.strip() for part in parts if part.strip())
 
 
-def _words(tool: Tool) -> set[str]:
+@per_tool
+def _words(tool: Tool) -> frozenset[str]:
     """The distinct runs of English letters (three or more, no stopword) in the words (`split_words`)
     of a tool's name, title, description start and parameters."""
     fields = tool_fields(tool)
@@ -93,11 +94,11 @@ def _words(tool: Tool) -> set[str]:
         )
     )
     # Words hold no space: one search finds the runs of all of them.
-    return {
+    return frozenset(
         letters
         for letters in _ENGLISH_LETTERS.findall(" ".join(split_words(source)))
         if len(letters) >= _MIN_WORD_CHARS and letters not in _ENGLISH_STOPWORDS
-    }
+    )
 
 
 def catalog_words(tools: Sequence[Tool]) -> list[str]:
@@ -158,10 +159,12 @@ class SemanticIndex:
         words: Sequence[str],
         word_vectors: np.ndarray,
         foreign: np.ndarray | None = None,
+        known: tuple[Neighbourhoods, str, Sequence[str]] | None = None,
     ) -> None:
         """`vectors` and `description_vectors`: one L2-normalised float32 row per tool, in catalog
         order, of its `passage` and its `description_passage`; `foreign`: whether each is written in
-        another language than the catalog's (`documents.foreign_tools`; none by default)."""
+        another language than the catalog's (`documents.foreign_tools`; none by default); `known`:
+        the tools' neighbourhoods in earlier catalogs, their vector space and the tools' ids."""
         self.vectors = vectors
         """Each tool's `passage`."""
         self.blended = (1.0 - DESCRIPTION_SHARE) * vectors + DESCRIPTION_SHARE * description_vectors
@@ -169,7 +172,7 @@ class SemanticIndex:
         a search reads one matrix per model, not two (reading them is most of its cost, once the
         query is embedded)."""
         # Search integrity (`search.isolation`): what text that describes no one job can gain.
-        self.penalty = isolation_penalty(self.blended)
+        self.penalty = isolation_penalty(self.blended, known=known)
         """What each tool's similarity loses for being general (near every job, near no tool)."""
         self.foreign = np.zeros(len(vectors), dtype=bool) if foreign is None else foreign
         self.words = tuple(words)
@@ -178,10 +181,17 @@ class SemanticIndex:
 
     @classmethod
     def build(
-        cls, tools: Sequence[Tool], embedder: Embedder, cache: VectorCache, *, words: bool = True
+        cls,
+        tools: Sequence[Tool],
+        embedder: Embedder,
+        cache: VectorCache,
+        *,
+        words: bool = True,
+        neighbourhoods: Neighbourhoods | None = None,
     ) -> SemanticIndex:
         """The vectors of `tools` and (unless `words` is off) of their words: from `cache` where it
-        has them, else embedded in batches (and added to it)."""
+        has them, else embedded in batches (and added to it); the dense bound's neighbours from
+        `neighbourhoods` where earlier catalogs had them."""
         (passages, descriptions, word_key), dimensions = _cache_keys(embedder), embedder.dimensions
         distinct = {tool.digest: tool for tool in tools}
         known = _vectors(embedder, cache, passages, distinct, passage)
@@ -194,6 +204,7 @@ class SemanticIndex:
             vocabulary,
             _matrix([word_vectors[word] for word in vocabulary], dimensions),
             foreign_tools(tool_documents(tools)),
+            None if neighbourhoods is None else (neighbourhoods, passages, [tool.digest for tool in tools]),
         )
 
     def __len__(self) -> int:
