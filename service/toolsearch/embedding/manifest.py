@@ -190,15 +190,20 @@ def read_manifest(directory: Path) -> ModelManifest:
 def verify_files(directory: Path, manifest: ModelManifest) -> None:
     """Every listed file exists and has the content the manifest pins."""
     for name, expected in manifest.files.items():
-        path = directory / name
-        if not path.is_file():
-            raise ModelError(f"{path} is missing; fetch or import the model again")
-        actual = sha256_file(path)
-        if actual != expected:
-            raise ModelError(
-                f"{path} does not match {MANIFEST_NAME} (sha256 {actual}, expected {expected}): "
-                "the file is damaged or was changed; fetch or import the model again"
-            )
+        verify_file(directory / name, expected, MANIFEST_NAME, "fetch or import the model again")
+
+
+def verify_file(path: Path, expected: str, pinned_by: str, remedy: str) -> None:
+    """`path` exists and has the SHA-256 `expected` that the file `pinned_by` pins; else a
+    `ModelError` that says so and what to do (`remedy`)."""
+    if not path.is_file():
+        raise ModelError(f"{path} is missing; {remedy}")
+    actual = sha256_file(path)
+    if actual != expected:
+        raise ModelError(
+            f"{path} does not match {pinned_by} (sha256 {actual}, expected {expected}): "
+            f"the file is damaged or was changed; {remedy}"
+        )
 
 
 def seal(directory: Path, description: ModelDescription) -> ModelManifest:

