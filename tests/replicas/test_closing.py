@@ -24,8 +24,13 @@ _THREADS_END_SECONDS = 5.0
 """A pool's threads end once their last work item returns: shortly after the shutdown."""
 
 
-def _our_threads() -> list[str]:
-    return [thread.name for thread in threading.enumerate() if thread.name.startswith(THREAD_PREFIX)]
+def _our_threads(before: frozenset[threading.Thread] = frozenset()) -> list[str]:
+    """Our threads but those of `before` (other tests' models may keep theirs for the session)."""
+    return [
+        thread.name
+        for thread in threading.enumerate()
+        if thread.name.startswith(THREAD_PREFIX) and thread not in before
+    ]
 
 
 def _our_tasks() -> list[str]:
@@ -51,17 +56,18 @@ async def test_a_closed_proxy_leaves_no_task_or_thread_of_its_own(
     if backend == "redis":
         redis: RedisServer = request.getfixturevalue("redis_server")
         options["redis_url"] = redis.url
+    before = frozenset(threading.enumerate())
     with running_upstream(catalog_tools) as (upstream_url, _):
         proxy = Proxy.from_settings(
             Settings(upstream=upstream_url, **options), Telemetry(use_environment=False)
         )
         await _exercise(proxy)
-        assert _our_threads() and _our_tasks()  # the exercise started some of each
+        assert _our_threads(before) and _our_tasks()  # the exercise started some of each
 
         await proxy.aclose()
 
     assert _our_tasks() == []
     deadline = time.monotonic() + _THREADS_END_SECONDS
-    while _our_threads() and time.monotonic() < deadline:
+    while _our_threads(before) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert _our_threads() == []
+    assert _our_threads(before) == []
