@@ -13,7 +13,6 @@ from tests.search import test_hybrid as hybrid_tests
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder
 from toolsearch.runtime import Supervisor
-from toolsearch.search.build import index_builder
 from toolsearch.search.hybrid import HybridIndex
 from toolsearch.search.progressive import ProgressiveIndex
 from toolsearch.search.semantic import catalog_words
@@ -43,7 +42,7 @@ async def test_the_backend_is_asked_and_told_only_from_the_event_loop(
     tools: list[Tool], embedder: Embedder, supervisor: Supervisor
 ) -> None:
     store = _ThreadRecordingStore()
-    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30)
+    build = hybrid_tests.builder([embedder], store, supervisor, wait_seconds=30)
     index = await build(tools)
     await build.aclose()
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
@@ -55,7 +54,7 @@ async def test_a_catalog_whose_vectors_the_backend_has_runs_no_model(
     tools: list[Tool], embedder: Embedder, supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = MemoryVectors()
-    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30)
+    build = hybrid_tests.builder([embedder], store, supervisor, wait_seconds=30)
     await build(tools)
 
     def no_model_run(texts: list[str]) -> np.ndarray:
@@ -71,7 +70,7 @@ async def test_closing_writes_back_the_vectors_of_a_catalog_embedded_after_its_b
     tools: list[Tool], embedder: Embedder, supervisor: Supervisor
 ) -> None:
     store = MemoryVectors()
-    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=0)
+    build = hybrid_tests.builder([embedder], store, supervisor, wait_seconds=0)
     index = await build(tools)
     await build.aclose()
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)

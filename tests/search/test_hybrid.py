@@ -6,9 +6,10 @@ import asyncio
 import logging
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from toolsearch.embedding import Embedder, EmbedderClosed, load_model
 from toolsearch.embedding.manifest import AbstentionThreshold, Calibration
 from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchIndex
-from toolsearch.search.build import build_index, index_builder
+from toolsearch.search.build import IndexBuilder, build_index, index_builder
 from toolsearch.search.dictionaries import Dictionaries, Dictionary, Table
 from toolsearch.search.hybrid import (
     Companion,
@@ -77,6 +78,13 @@ def query_runs() -> Iterator[ThreadPoolExecutor]:
     """The threads a request's further model runs go to, as a proxy's worker has them."""
     with ThreadPoolExecutor(2, thread_name_prefix="toolsearch-query-test") as runs:
         yield runs
+
+
+def builder(
+    models: Sequence[Embedder], store: MemoryVectors, supervisor: Supervisor, **options: Any
+) -> IndexBuilder:
+    """A proxy's index builder over `store`, its work on `supervisor`'s threads."""
+    return index_builder(models, store, supervisor, executor=supervisor.pool("work"), **options)
 
 
 def _hybrid(tools: list[Tool], embedder: Embedder, **options: object) -> HybridIndex:
@@ -237,7 +245,7 @@ def test_intent_keeps_a_query_that_is_all_quotes() -> None:
 
 
 async def test_without_a_model_the_index_is_lexical(tools: list[Tool], supervisor: Supervisor) -> None:
-    build = index_builder((), MemoryVectors(), supervisor, executor=supervisor.pool("work"))
+    build = builder((), MemoryVectors(), supervisor)
     assert isinstance(await build(tools), LexicalIndex)
     assert isinstance(build_index(tools, None), LexicalIndex)
 
@@ -251,7 +259,7 @@ async def test_the_builder_shares_one_vector_store_between_catalogs(
     embedded = _recorded(embedder, "embed_passages", monkeypatch)
     store = MemoryVectors()
     cache = store.cache
-    build = index_builder([embedder], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30)
+    build = builder([embedder], store, supervisor, wait_seconds=30)
     await build(tools[:2])
     await build(tools[1:])
     await build.aclose()
@@ -293,9 +301,7 @@ async def test_companion_vectors_are_cached_apart_and_without_words(
 ) -> None:
     store = MemoryVectors()
     cache = store.cache
-    build = index_builder(
-        [embedder, english_companion], store, supervisor, executor=supervisor.pool("work"), wait_seconds=30
-    )
+    build = builder([embedder, english_companion], store, supervisor, wait_seconds=30)
     index = await build(tools)
     await build.aclose()
     assert isinstance(index, ProgressiveIndex)
@@ -311,9 +317,7 @@ async def test_a_catalog_within_the_wait_is_hybrid_from_its_first_search(
     embedder: Embedder,
     supervisor: Supervisor,
 ) -> None:
-    index = await index_builder(
-        [embedder], MemoryVectors(), supervisor, executor=supervisor.pool("work"), wait_seconds=30
-    )(tools)
+    index = await builder([embedder], MemoryVectors(), supervisor, wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, HybridIndex)
 
@@ -332,9 +336,7 @@ async def test_a_catalog_is_searched_with_bm25_until_its_tools_are_embedded(
         return original(texts)
 
     monkeypatch.setattr(embedder, "embed_passages", slow)
-    index = await index_builder(
-        [embedder], MemoryVectors(), supervisor, executor=supervisor.pool("work"), wait_seconds=0
-    )(tools)
+    index = await builder([embedder], MemoryVectors(), supervisor, wait_seconds=0)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
@@ -355,9 +357,7 @@ async def test_a_catalog_that_cannot_be_embedded_stays_searchable_with_bm25(
 
     monkeypatch.setattr(embedder, "embed_passages", failing)
     with caplog.at_level(logging.ERROR, logger="toolsearch"):
-        index = await index_builder(
-            [embedder], MemoryVectors(), supervisor, executor=supervisor.pool("work"), wait_seconds=30
-        )(tools)
+        index = await builder([embedder], MemoryVectors(), supervisor, wait_seconds=30)(tools)
     assert isinstance(index, ProgressiveIndex)
     assert isinstance(index.current, LexicalIndex)
     assert _names(index, tools, "delete an issue")[0] == "tracker_delete_issue"
@@ -373,11 +373,10 @@ async def test_the_embedding_thread_reports_each_catalog_it_embeds(
     embedding = EmbeddingWorker(
         (), supervisor, on_done=lambda seconds, succeeded: done.append((seconds, succeeded))
     )
-    index = await index_builder(
+    index = await builder(
         [embedder],
         MemoryVectors(),
         supervisor,
-        executor=supervisor.pool("work"),
         embedding=embedding,
         wait_seconds=30,
     )(tools)
@@ -405,11 +404,10 @@ async def test_closing_the_embedding_stops_the_catalog_under_way_and_leaves_it_l
 
     monkeypatch.setattr(embedder, "embed_passages", held)
     embedding = EmbeddingWorker([embedder], supervisor)
-    index = await index_builder(
+    index = await builder(
         [embedder],
         MemoryVectors(),
         supervisor,
-        executor=supervisor.pool("work"),
         embedding=embedding,
         wait_seconds=0,
     )(tools)
@@ -513,11 +511,10 @@ async def test_a_catalog_submitted_after_close_stays_lexical(
 ) -> None:
     embedding = EmbeddingWorker((), supervisor)
     assert embedding.close(timeout=1)
-    index = await index_builder(
+    index = await builder(
         [embedder],
         MemoryVectors(),
         supervisor,
-        executor=supervisor.pool("work"),
         embedding=embedding,
         wait_seconds=30,
     )(tools)
@@ -540,11 +537,10 @@ async def test_a_served_indexs_further_model_runs_go_to_its_worker_and_end_with_
 ) -> None:
     supervisor = Supervisor()
     embedding = EmbeddingWorker((), supervisor)  # without the models, which the other tests use
-    index = await index_builder(
+    index = await builder(
         [embedder, english_companion],
         MemoryVectors(),
         supervisor,
-        executor=supervisor.pool("work"),
         embedding=embedding,
         wait_seconds=30,
     )(tools)
