@@ -211,8 +211,9 @@ def check_settings(settings: Settings) -> None:
     """Refuse settings no proxy can start with (ValueError, saying what to pass)."""
     if not settings.upstream:
         raise ValueError("no upstream: pass --upstream URL (or set TOOLSEARCH_UPSTREAM)")
-    if settings.catalog_identity == "jwt":
-        _identifier(settings)
+    missing = _missing_jwt_flags(settings)
+    if missing:
+        raise ValueError(f"--catalog-identity jwt needs {', '.join(missing)}")
 
 
 def settings_profile(settings: Settings) -> Profile | None:
@@ -276,20 +277,22 @@ def _indexes(
     return builder, embedding
 
 
+def _missing_jwt_flags(settings: Settings) -> list[str]:
+    """The flags `--catalog-identity jwt` needs that the settings leave empty (none for tokens)."""
+    if settings.catalog_identity != "jwt":
+        return []
+    required = (
+        ("--jwt-jwks-url", settings.jwt_jwks_url),
+        ("--jwt-issuer", settings.jwt_issuer),
+        ("--jwt-audience", settings.jwt_audience),
+    )
+    return [flag for flag, value in required if not value]
+
+
 def _identifier(settings: Settings) -> Identifier:
+    """The caller identity the settings ask for (`check_settings` refused what is missing)."""
     if settings.catalog_identity == "token":
         return TokenIdentifier()
-    missing = [
-        flag
-        for flag, value in (
-            ("--jwt-jwks-url", settings.jwt_jwks_url),
-            ("--jwt-issuer", settings.jwt_issuer),
-            ("--jwt-audience", settings.jwt_audience),
-        )
-        if not value
-    ]
-    if missing:
-        raise ValueError(f"--catalog-identity jwt needs {', '.join(missing)}")
     return JwtIdentifier(
         settings.jwt_jwks_url,
         issuer=settings.jwt_issuer,
