@@ -9,7 +9,7 @@ taught (unused) are searched. Recall@1 and @5 before and after, by distinct call
 with `search.learning`'s aggregates as the proxy keeps them; then the poisoning runs: one token
 calling an unrelated tool ten thousand times after each used wording, k-1 colluding tokens doing
 the same, and k tokens teaching a tool that integrity flags. Search p50 with learning on and off
-is taken in the same run. The index is the product's (`build_index` with the profile's models);
+is taken in the same run. The index is the product's (`profile_index` with the profile's models);
 the replay drives `search.learning` directly, as the proxy does after each followed search.
 """
 
@@ -61,26 +61,14 @@ def intents(queries: Sequence[Query]) -> tuple[list[tuple[Query, list[Query]]], 
 
 def _index(options: Options, tools: Sequence[Tool]) -> HybridIndex:
     from toolsearch.backends.disk_vectors import DiskVectorCache
-    from toolsearch.search.build import build_index
-    from toolsearch.search.hybrid import QueryVectors
+    from toolsearch.search.build import profile_index
     from toolsearch.search.profile import load_profile
 
     profile = options.measured_profiles[0]
     given = [part.strip() for part in split_serve_flags(profile.model_dir)[0].split(",") if part.strip()]
-    loaded = load_profile(given, threads=2)
-    first, *others = (QueryVectors(model) for model in loaded.models)
     # The product's disk cache: the catalog is embedded once, then read back by every run.
     cache = DiskVectorCache(VECTOR_DIR / "disk", max_bytes=2**30)
-    index = build_index(
-        tools,
-        first.embedder,
-        cache=cache,
-        query_vectors=first,
-        companions=others,
-        ranker=loaded.ranker,
-        dictionaries=loaded.dictionaries,
-        abstainer=loaded.abstainer,
-    )
+    index = profile_index(tools, load_profile(given, threads=2), cache=cache)
     assert isinstance(index, HybridIndex)
     return index
 
