@@ -75,6 +75,20 @@ def test_code_and_quoted_values_are_no_names(catalog: CatalogProducts) -> None:
     assert request_products(request, catalog).unknown == ()
 
 
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Swap me out of the on-call rotation this Saturday, and again in August",
+        'count the sessions whose createdAt is after ISODate("2025-05-01")',
+        "把所有带 nightly 标签的 droplet 都开机",
+    ],
+)
+def test_days_months_calls_and_lowercase_words_in_chinese_are_no_names(
+    catalog: CatalogProducts, request_text: str
+) -> None:
+    assert request_products(request_text, catalog).unknown == ()
+
+
 def test_a_product_the_catalog_has_is_not_unknown(catalog: CatalogProducts) -> None:
     assert request_products("open an issue in GitHub for the Airtable sync", catalog).unknown == ()
 

@@ -22,10 +22,11 @@ against that: the servers whose product it names, and the names it gives that no
   more also matches with an ending of up to three letters, its last "a" dropped or not
   ("Jiroje", "Grafanoje", "Notione").
 - **What no tool mentions.** A proper name of the request (capitalised inside a sentence,
-  capitalised within the word like "BambooHR", or a Latin word in a Chinese or Japanese request;
-  not a quoted value, code like `parseInvoice`, nor a German noun) that no tool's text has, and no
-  server's name: a product the catalog lacks, or a value (a person, a city). The answer decides
-  what it makes of it (`metatools.answer`).
+  capitalised within the word like "BambooHR", or a Latin word with a capital in a Chinese or
+  Japanese request, whose lower-case Latin words are mostly values and identifiers; not a quoted
+  value, code like `parseInvoice` or `ISODate(`, a day or a month, nor a German noun) that no
+  tool's text has, and no server's name: a product the catalog lacks, or a value (a person, a
+  city). The answer decides what it makes of it (`metatools.answer`).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ _SENTENCE_END = re.compile(r"[.!?:;\n¿¡]\s*$|^\s*$")
 _IDENTIFIER_CASE = re.compile(r"^[a-z]+[A-Z]|[A-Z][a-z]+[A-Z][a-z]+[A-Z]")
 """Code, not a name: `parseInvoice`, `vCPU`, `ReadOnlyAccess`, `OutOfSync` (but `BambooHR`, `MySQL`)."""
 _IDENTIFIER_JOIN = re.compile(r"[./_:=~@#\\]")
-_IDENTIFIER_NEXT = re.compile(r"[/_=~@#\\]|[.:]\w|-\d")
+_IDENTIFIER_NEXT = re.compile(r"[/_=~@#\\(]|[.:]\w|-\d")
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]|«[^»]*»|'[^']*'(?!\w)|「[^」]*」")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _FUNCTION_WORDS: Final = frozenset(
@@ -78,6 +79,21 @@ _FUNCTION_WORDS: Final = frozenset(
     )
     for word in text.split()
 )
+
+_CALENDAR: Final = """
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december
+    montag dienstag mittwoch donnerstag freitag samstag sonntag januar februar märz juni juli oktober
+    dezember
+    lunes martes miércoles jueves viernes sábado domingo enero febrero marzo abril mayo junio julio
+    agosto septiembre octubre noviembre diciembre
+    lundi mardi mercredi jeudi vendredi samedi dimanche janvier février mars avril mai juin juillet
+    août septembre octobre novembre décembre
+    pirmadienis antradienis trečiadienis ketvirtadienis penktadienis šeštadienis sekmadienis sausis
+    vasaris kovas balandis gegužė birželis liepa rugpjūtis rugsėjis spalis lapkritis gruodis
+"""
+_CALENDAR_WORDS: Final = frozenset(_CALENDAR.split())
+"""Days and months: capitalised in English, never a product."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +301,8 @@ def _named(phrase: tuple[str, ...], catalog: CatalogProducts) -> tuple[tuple[str
 
 def _proper_places(request: str, matches: Sequence[re.Match[str]]) -> Iterable[int]:
     """Where the request's proper names are: capitalised inside a sentence, capitalised within the
-    word, or Latin words in a Chinese or Japanese request; not quoted values nor code."""
+    word, or Latin words with a capital in a Chinese or Japanese request; not quoted values, code,
+    days nor months."""
     cjk = bool(_CJK.search(request))
     quoted = [range(*quote.span()) for quote in _QUOTED.finditer(request)]
     nouns_capitalised = language_of(request) == "de"
@@ -295,8 +312,10 @@ def _proper_places(request: str, matches: Sequence[re.Match[str]]) -> Iterable[i
             continue
         if any(match.start() in quote for quote in quoted) or _IDENTIFIER_CASE.search(word):
             continue
+        if word.lower() in _CALENDAR_WORDS:
+            continue
         inner_capital = any(letter.isupper() for letter in word[1:]) and not word.isupper()
         starts_sentence = bool(_SENTENCE_END.search(request[max(0, match.start() - 3) : match.start()]))
         capital = word[0].isupper() and not starts_sentence and not nouns_capitalised
-        if cjk or inner_capital or capital:
+        if (cjk and not word.islower()) or inner_capital or capital:
             yield place
