@@ -5,15 +5,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.embedding.tiny_models import write_model
+from tests.embedding.tiny_models import WORDS, word_tokenizer, write_model
 from toolsearch.embedding import load_model
 from toolsearch.search.isolation import (
     MIN_TOOLS,
+    LanguageShares,
     Neighbourhoods,
     generality,
     isolation_penalty,
     neighbour_similarity,
-    without_foreign_meaning,
 )
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
@@ -76,19 +76,44 @@ def test_dense_similarity_loses_the_penalty() -> None:
     assert index.penalty[-1] > 0
 
 
-def test_a_foreign_tool_gains_no_dense_evidence_and_a_poor_match_stays_poor() -> None:
+def _shares(languages: list[str], servers: list[str]) -> LanguageShares:
+    shares = LanguageShares.of(np.array(languages, dtype=object), servers)
+    assert shares is not None
+    return shares
+
+
+def test_a_tool_alone_in_its_language_gains_no_dense_evidence_and_a_poor_match_stays_poor() -> None:
     similarities = np.array([[0.9, 0.5, 0.1, 0.8], [0.2, 0.9, 0.3, 0.1]], dtype=np.float32)
-    foreign = np.array([True, False, True, False])
-    bounded = without_foreign_meaning(similarities, foreign)
+    judged = _shares(["de", "", "ja", ""], ["a", "b", "c", "d"]).judged(similarities)
     means = similarities.mean(axis=1)
-    assert np.allclose(bounded[:, 0], [means[0], 0.2])
-    assert np.allclose(bounded[:, 2], [0.1, 0.3])
-    assert np.array_equal(bounded[:, [1, 3]], similarities[:, [1, 3]])
+    assert np.allclose(judged[:, 0], [means[0], 0.2])
+    assert np.allclose(judged[:, 2], [0.1, 0.3])
+    assert np.array_equal(judged[:, [1, 3]], similarities[:, [1, 3]])
 
 
-def test_without_foreign_tools_similarities_are_unchanged() -> None:
-    similarities = np.array([0.9, 0.5], dtype=np.float32)
-    assert without_foreign_meaning(similarities, np.zeros(2, dtype=bool)) is similarities
+def test_a_tool_loses_what_the_tools_of_its_language_on_other_servers_gain_over_the_catalog() -> None:
+    # Two English tools, a German server of two tools (bahn) and one of one (wetter).
+    similarities = np.array([0.2, 0.3, 0.9, 0.5, 0.6], dtype=np.float32)
+    judged = _shares(["", "", "de", "de", "de"], ["gh", "gh", "bahn", "bahn", "wetter"]).judged(similarities)
+    mean = similarities.mean()
+    assert np.allclose(judged[[2, 3]], similarities[[2, 3]] - (0.6 - mean))
+    assert np.isclose(judged[4], 0.6 - ((0.9 + 0.5) / 2 - mean))
+    assert np.array_equal(judged[:2], similarities[:2])
+    assert judged[2] > mean > judged[3]  # the best of its language keeps what sets it apart
+
+
+def test_a_language_of_one_server_is_judged_beside_all_its_tools_and_a_gain_below_the_mean_adds_nothing() -> (
+    None
+):
+    similarities = np.array([[0.6, 0.2, 0.8, 0.4], [0.9, 0.8, 0.1, 0.2]], dtype=np.float32)
+    judged = _shares(["", "", "fr", "fr"], ["gh", "gh", "sirene", "sirene"]).judged(similarities)
+    means = similarities.mean(axis=1)
+    assert np.allclose(judged[0, 2:], similarities[0, 2:] - (0.6 - means[0]))
+    assert np.array_equal(judged[1], similarities[1])  # French is below the mean there: no gain to take
+
+
+def test_a_catalog_in_one_language_has_no_shares_to_take() -> None:
+    assert LanguageShares.of(np.array(["", ""], dtype=object), ["a", "b"]) is None
 
 
 _GERMAN_REQUESTS = (
@@ -105,10 +130,49 @@ def test_a_tool_written_in_another_language_than_its_catalog_is_known_to_the_den
     foreign = ToolInterner().intern({"name": "acme_helper", "description": _GERMAN_REQUESTS})
     tools = [*slice_tools, foreign]
     index = SemanticIndex.build(tools, load_model(tmp_path / "model"), MemoryVectorCache(), words=False)
-    assert index.foreign.tolist() == [False] * len(slice_tools) + [True]
+    assert index.languages is not None and index.languages.tools.tolist() == [len(slice_tools)]
     query = index.vectors[-1]
     unbounded = query @ index.blended.T - index.penalty
     assert np.isclose(index.similarities(query)[-1], min(unbounded[-1], unbounded.mean()))
+
+
+_GERMAN_MARKET = {
+    "bahn_verbindungen": "Sucht die Zugverbindungen zwischen zwei Bahnhöfen an einem Tag und zeigt für "
+    "jede Verbindung die Abfahrt, die Ankunft, die Umstiege, die Gleise und die Preise an. Die schnellsten "
+    "Verbindungen mit allen Zügen des Fernverkehrs stehen oben in der Liste.",
+    "bahn_abfahrten": "Zeigt die nächsten Abfahrten eines Bahnhofs mit dem Gleis, dem Ziel und der "
+    "Verspätung jedes Zuges an. Es kennt den Fernverkehr und den Nahverkehr der ganzen Region und meldet "
+    "auch Ausfälle und geänderte Gleise.",
+    "wetter_vorhersage": "Liefert die Wettervorhersage für eine Stadt mit der Temperatur, dem Regen und "
+    "dem Wind für die nächsten sieben Tage. Es warnt vor Sturm, Gewitter und Hitze und nennt die Zeiten "
+    "von Sonnenaufgang und Sonnenuntergang.",
+    "steuer_umsatzsteuer": "Berechnet die Umsatzsteuer einer Rechnung nach deutschem Recht mit dem "
+    "richtigen Steuersatz für jede Position. Es erstellt aus allen Rechnungen eines Monats die "
+    "Voranmeldung für das Finanzamt und prüft die Nummern der Kunden.",
+}
+
+
+def test_a_tool_of_a_market_server_in_another_language_keeps_its_dense_evidence(
+    slice_tools: list[Tool], tmp_path: Path
+) -> None:
+    # A model that reads the German words (each its own random direction), so that each German
+    # tool is close to requests about its own job and not to the others'.
+    german = sorted({word for text in _GERMAN_MARKET.values() for word in text.split()})
+    write_model(tmp_path / "model", tokenizer=word_tokenizer([*WORDS, *german]))
+    interner = ToolInterner()
+    market = [interner.intern({"name": name, "description": text}) for name, text in _GERMAN_MARKET.items()]
+    tools = [*slice_tools, *market]
+    index = SemanticIndex.build(tools, load_model(tmp_path / "model"), MemoryVectorCache(), words=False)
+    assert index.languages is not None
+    assert index.languages.tools.tolist() == list(range(len(slice_tools), len(tools)))
+    trains = len(slice_tools)
+    query = index.vectors[trains]  # a request that says what the first Bahn tool does
+    unbounded = query @ index.blended.T - index.penalty
+    judged = index.similarities(query)
+    others = unbounded[len(slice_tools) + 2 :]  # the German tools of the other servers
+    assert np.isclose(judged[trains], unbounded[trains] - max(others.mean() - unbounded.mean(), 0.0))
+    assert judged[trains] > unbounded.mean()  # unlike a tool alone in its language: evidence kept
+    assert int(np.argmax(judged)) == trains
 
 
 def _ids(rows: range) -> list[str]:

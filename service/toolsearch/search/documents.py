@@ -241,21 +241,30 @@ def tool_documents(tools: Sequence[Tool]) -> list[ToolDocument]:
     return [_tool_document(tool, vocabulary, analysed) for tool in tools]
 
 
-def foreign_tools(documents: Sequence[ToolDocument]) -> np.ndarray:
-    """Per tool, whether its text is written in another language than the catalog's (the language
-    most of its tools whose language can be told are written in). Such a tool's prose (title,
-    description, parameter descriptions) is not searched (`LexicalIndex`): requests in its
-    language would match it alone, since no tool of the catalog has their words, and those words
-    would then not be translated into the catalog's (`HybridIndex` translates only words no tool
-    has). Nor does its meaning count above the catalog's mean (`SemanticIndex`): the models match
-    a text's meaning in any language, so a bag of requests in another language would otherwise
-    match each of them. It is still found by its name and parameters."""
+def foreign_languages(documents: Sequence[ToolDocument]) -> np.ndarray:
+    """Per tool, the language its text is written in when that is another language than the
+    catalog's (the language most of its tools whose language can be told are written in), else "".
+
+    Such a tool's prose (title, description, parameter descriptions) is not searched
+    (`LexicalIndex`): requests in its language would match it alone, since no tool of the catalog
+    has their words, and those words would then not be translated into the catalog's (`HybridIndex`
+    translates only words no tool has); it is still found by its name and parameters. Its meaning
+    is judged beside the other tools written in its language (`isolation.LanguageShares`):
+    the models match a text's meaning in any language, and a request is closer to any text in its
+    own language, so that closeness is no evidence for one of them."""
     languages = np.array([document.language for document in documents], dtype=object)
     told = languages[languages != ""]
     if not len(told):
-        return np.zeros(len(documents), dtype=bool)
+        return np.full(len(documents), "", dtype=object)
     values, counts = np.unique(told, return_counts=True)
-    foreign: np.ndarray = (languages != "") & (languages != values[np.argmax(counts)])
+    foreign: np.ndarray = np.where(languages == values[np.argmax(counts)], "", languages)
+    return foreign
+
+
+def foreign_tools(documents: Sequence[ToolDocument]) -> np.ndarray:
+    """Per tool, whether its text is written in another language than the catalog's
+    (`foreign_languages`)."""
+    foreign: np.ndarray = foreign_languages(documents) != ""
     return foreign
 
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 
 NEIGHBOURS = 10
 """How many nearest tools a tool's neighbourhood holds."""
@@ -223,12 +224,80 @@ def isolation_penalty(
     return penalty
 
 
-def without_foreign_meaning(similarities: np.ndarray, foreign: np.ndarray) -> np.ndarray:
-    """`similarities` (one row per query, or one query's) with the `foreign` tools' at most the
-    row's mean over the catalog: a tool written in another language than its catalog's gains no
-    dense evidence (`documents.foreign_tools`); a poor match stays poor."""
-    if not foreign.any():
-        return similarities
-    mean = similarities.mean(axis=-1, keepdims=True)
-    bounded: np.ndarray = np.where(foreign, np.minimum(similarities, mean), similarities)
-    return bounded
+@dataclass(frozen=True)
+class LanguageShares:
+    """What its language alone gives each tool written in another language than its catalog's
+    (`documents.foreign_languages`), to be taken from its dense evidence.
+
+    The models match a text's meaning in any language, and a request is closer to any text in
+    its own language than to the catalog's: that closeness is no evidence for one tool of that
+    language. What it is worth is told by the other tools written in the same language: how far
+    their mean similarity to a request is above the catalog's mean. The tools of the tool's own
+    server are left out of that mean when the language has tools on other servers: a server's
+    tools share its subject, and their closeness to a request about it is the subject's, not
+    the language's. A tool judged so keeps what sets it apart from the others in its language:
+    many tools in one language (a market's servers) are ranked on their merits, as the
+    catalog's are; a tool alone in its language (a bag of requests in another language than the
+    catalog's, which would otherwise match each of them) gains no dense evidence: its
+    similarity is at most the catalog's mean, and a poor match stays poor."""
+
+    tools: np.ndarray
+    """Positions of the tools written in another language than the catalog's."""
+    block: np.ndarray
+    """Per such tool, its block: the tools of one server written in one language."""
+    languages: scipy.sparse.csr_array
+    """Language x tool: 1 for the tools written in it."""
+    blocks: scipy.sparse.csr_array
+    """Block x tool: 1 for its tools."""
+    language_of_block: np.ndarray
+    """Per block, its row of `languages`."""
+    own_left_out: np.ndarray
+    """Per block, 1 when its language has tools on other servers (its own are then left out)."""
+    references: np.ndarray
+    """Per block, how many tools tell what its language gives."""
+
+    @classmethod
+    def of(cls, languages: np.ndarray, servers: Sequence[str]) -> LanguageShares | None:
+        """The shares of a catalog's tools, by each tool's language when it is another than the
+        catalog's (else "") and its server ("" for none: such a tool is a server of its own);
+        None when every tool is in the catalog's language."""
+        tools = np.flatnonzero(languages != "")
+        if not len(tools):
+            return None
+        size = len(languages)
+        _, language_of_tool = np.unique(languages[tools].astype(str), return_inverse=True)
+        language_of_tool = language_of_tool.ravel()
+        # A block per language and server; a tool without a server is a block of its own.
+        keys = [f"{languages[p]}\0{servers[p] or chr(0) + str(p)}" for p in tools.tolist()]
+        _, first, block = np.unique(np.array(keys), return_index=True, return_inverse=True)
+        block = block.ravel()
+        ones = np.ones(len(tools))
+        in_language = np.bincount(language_of_tool)
+        in_block = np.bincount(block)
+        language_of_block = language_of_tool[first]
+        others = in_language[language_of_block] - in_block
+        own_left_out = (others > 0).astype(np.float64)
+        return cls(
+            tools=tools,
+            block=block,
+            languages=scipy.sparse.csr_array(
+                (ones, (language_of_tool, tools)), shape=(len(in_language), size)
+            ),
+            blocks=scipy.sparse.csr_array((ones, (block, tools)), shape=(len(in_block), size)),
+            language_of_block=language_of_block,
+            own_left_out=own_left_out,
+            references=np.where(others > 0, others, in_language[language_of_block]).astype(np.float64),
+        )
+
+    def judged(self, similarities: np.ndarray) -> np.ndarray:
+        """`similarities` (one row per query, or one query's) less what each tool's language
+        alone gives it."""
+        rows = np.atleast_2d(similarities)
+        by_language = (self.languages @ rows.T).T
+        by_block = (self.blocks @ rows.T).T
+        reference = (by_language[:, self.language_of_block] - self.own_left_out * by_block) / self.references
+        gain = np.maximum(reference - rows.mean(axis=1, keepdims=True), 0.0)
+        judged = rows.copy()
+        judged[:, self.tools] -= gain[:, self.block].astype(rows.dtype)
+        result: np.ndarray = judged.reshape(similarities.shape)
+        return result

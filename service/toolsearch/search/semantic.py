@@ -32,8 +32,8 @@ import numpy as np
 from toolsearch.embedding import Embedder
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import stopwords
-from toolsearch.search.documents import foreign_tools, tool_documents, tool_fields
-from toolsearch.search.isolation import Neighbourhoods, isolation_penalty, without_foreign_meaning
+from toolsearch.search.documents import foreign_languages, tool_documents, tool_fields
+from toolsearch.search.isolation import LanguageShares, Neighbourhoods, isolation_penalty
 from toolsearch.search.text import split_words
 from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool, per_tool
@@ -158,12 +158,12 @@ class SemanticIndex:
         description_vectors: np.ndarray,
         words: Sequence[str],
         word_vectors: np.ndarray,
-        foreign: np.ndarray | None = None,
+        languages: LanguageShares | None = None,
         known: tuple[Neighbourhoods, str, Sequence[str]] | None = None,
     ) -> None:
         """`vectors` and `description_vectors`: one L2-normalised float32 row per tool, in catalog
-        order, of its `passage` and its `description_passage`; `foreign`: whether each is written in
-        another language than the catalog's (`documents.foreign_tools`; none by default); `known`:
+        order, of its `passage` and its `description_passage`; `languages`: what their language alone
+        gives the tools written in another language than the catalog's (none by default); `known`:
         the tools' neighbourhoods in earlier catalogs, their vector space and the tools' ids."""
         self.vectors = vectors
         """Each tool's `passage`."""
@@ -174,7 +174,9 @@ class SemanticIndex:
         # Search integrity (`search.isolation`): what text that describes no one job can gain.
         self.penalty = isolation_penalty(self.blended, known=known)
         """What each tool's similarity loses for being general (near every job, near no tool)."""
-        self.foreign = np.zeros(len(vectors), dtype=bool) if foreign is None else foreign
+        self.languages = languages
+        """What the language alone gives the tools written in another than the catalog's: not
+        evidence for one of them (`isolation.LanguageShares`)."""
         self.words = tuple(words)
         self.word_vectors = word_vectors
         """One row per word of `words`."""
@@ -203,7 +205,10 @@ class SemanticIndex:
             _matrix([described[tool.digest] for tool in tools], dimensions),
             vocabulary,
             _matrix([word_vectors[word] for word in vocabulary], dimensions),
-            foreign_tools(tool_documents(tools)),
+            LanguageShares.of(
+                foreign_languages(tool_documents(tools)),
+                [split_qualified_name(tool.name)[0] for tool in tools],
+            ),
             None if neighbourhoods is None else (neighbourhoods, passages, [tool.digest for tool in tools]),
         )
 
@@ -214,7 +219,7 @@ class SemanticIndex:
         """Every tool's similarity by both its passages to a (normalised) query vector, or to each
         row of several, one row each, in one pass over the tools."""
         similarities: np.ndarray = query_vectors @ self.blended.T - self.penalty
-        return without_foreign_meaning(similarities, self.foreign)
+        return similarities if self.languages is None else self.languages.judged(similarities)
 
     def passage_cosine(self, position: int, query_vector: np.ndarray) -> float:
         """The cosine of the tool at `position`'s `passage` to the query vector."""
