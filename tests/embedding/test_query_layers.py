@@ -81,7 +81,7 @@ def test_the_trained_tensors_are_the_image_s_plus_the_differences() -> None:
         np.testing.assert_array_equal(value, base[name] + trained.deltas[name])
 
 
-def test_queries_run_the_query_graph_and_passages_the_model_s(tmp_path: Path) -> None:
+def test_queries_run_the_query_graph_and_passages_and_words_the_model_s(tmp_path: Path) -> None:
     plain = write_model(tmp_path / "plain")
     table = token_table(len(SPECIALS) + len(WORDS))
     queries_table = token_table(len(SPECIALS) + len(WORDS), seed=8)
@@ -96,6 +96,9 @@ def test_queries_run_the_query_graph_and_passages_the_model_s(tmp_path: Path) ->
         trained.embed_queries(["search issue"])[0], mean_of_rows(queries_table, ids), rtol=1e-5
     )
     np.testing.assert_allclose(trained.embed_passages(["search"]), untrained.embed_passages(["search"]))
+    # A word to translate is read as a query, by the graph both sides share.
+    word = mean_of_rows(table, word_tokenizer().encode("q: search").ids)
+    np.testing.assert_allclose(trained.embed_words(["search"])[0], word, rtol=1e-5)
     # Its tool vectors are the plain model's (one cache for both); its queries are its own.
     assert trained.passage_fingerprint == untrained.passage_fingerprint == untrained.fingerprint
     assert trained.fingerprint != untrained.fingerprint

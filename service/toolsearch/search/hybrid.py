@@ -14,7 +14,8 @@ the request as read and what the models made of it:
 2. The models run (`Embedded`): each model's embedding of the request (a companion sits out a
    language it does not know), and the first model's reading of each word no dictionary knows as
    the catalog word nearest to it, when that one is at the model's calibrated
-   `translation_cosine` or closer (`ModelDescription.calibration`).
+   `translation_cosine` or closer (`ModelDescription.calibration`); a model whose queries run a
+   graph of their own embeds the words by its passage graph (`Embedder.embed_words`).
 3. Its signals over the catalog (`search.signals`): dense and lexical scores and their hand-set
    fusion, the translated words counting in the lexical part.
 4. Scoring (`search.scoring`): with a `Ranker` trained for the index's models (`search.ranking`),
@@ -64,10 +65,12 @@ from toolsearch.search.signals import Embedded, Signals, request_signals
 
 
 class QueryVectors:
-    """Query embeddings, the `max_queries` most recently used kept: agents repeat their queries."""
+    """Query embeddings, the `max_queries` most recently used kept: agents repeat their queries.
+    With `words`, of single words to translate instead (`Embedder.embed_words`)."""
 
-    def __init__(self, embedder: Embedder, max_queries: int = 4096) -> None:
+    def __init__(self, embedder: Embedder, max_queries: int = 4096, *, words: bool = False) -> None:
         self.embedder = embedder
+        self._words = words
         self._vectors: LRUCache[str, np.ndarray] = LRUCache(max_queries)
         self._lock = threading.Lock()  # searches run in worker threads
 
@@ -92,7 +95,8 @@ class QueryVectors:
         found = {query: vector for query, vector in cached.items() if vector is not None}
         missing = [query for query in cached if query not in found]
         if missing:
-            found.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
+            embed = self.embedder.embed_words if self._words else self.embedder.embed_queries
+            found.update(zip(missing, embed(missing), strict=True))
             with self._lock:
                 self._vectors.update((query, found[query]) for query in missing)
         return found
@@ -187,6 +191,13 @@ class HybridIndex:
         self.semantic = semantic
         self.companions = tuple(companions)
         self.query_vectors = query_vectors
+        # One cache when one graph embeds requests and words alike (a one-word request is its own
+        # word to translate); a query side of its own does not embed the words.
+        self.word_vectors = (
+            query_vectors
+            if query_vectors.embedder.manifest.query_model is None
+            else QueryVectors(query_vectors.embedder, words=True)
+        )
         fingerprints = [query_vectors.embedder.fingerprint] + [
             companion.query_vectors.embedder.fingerprint for companion in self.companions
         ]
@@ -286,7 +297,7 @@ class HybridIndex:
         """The catalog words the model reads `unread` words as, where near enough."""
         if not unread or self.translation_cosine is None:
             return []
-        vectors = self.query_vectors.many(unread)
+        vectors = self.word_vectors.many(unread)
         return self.semantic.closest_words(vectors, self.translation_cosine)
 
     def _embed_ahead(self, request: Request, parts: Sequence[Request]) -> None:
@@ -301,9 +312,11 @@ class HybridIndex:
             for companion in self.companions:
                 known = [each.request for each in chosen if companion.knows(each.language)]
                 runs.append((companion.query_vectors, known))
-            # A one-word request may be its own word to guess: its run above embeds it.
-            words = [word for each in chosen for word in each.unread if word not in texts]
-            runs.append((self.query_vectors, words))
+            words = [word for each in chosen for word in each.unread]
+            if self.word_vectors is self.query_vectors:
+                # A one-word request may be its own word to guess: its run above embeds it.
+                words = [word for word in words if word not in texts]
+            runs.append((self.word_vectors, words))
         embed_at_once(runs, self._query_runs)
 
 
