@@ -135,7 +135,9 @@ class Neighbourhoods:
     new tools are computed. The others (new tools, tools whose neighbours left) are compared with
     the whole catalog. The result equals `neighbour_similarity`'s (the cosines are the same
     products, summed in the same order). Each tool keeps its latest neighbourhood only; the
-    lock keeps builds on several threads apart."""
+    lock keeps builds on several threads apart. A whole catalog's neighbourhoods also go to the
+    vector cache the build is given (`stored_neighbourhoods`), so that a restarted process (or
+    another replica on the same cache) loads them rather than comparing the whole catalog again."""
 
     def __init__(self) -> None:
         self._known: dict[str, dict[str, _Neighbourhood]] = {}
