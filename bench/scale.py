@@ -75,7 +75,7 @@ class _CountingCache(MemoryVectorCache):
     """A `MemoryVectorCache` that counts the vectors a build puts in it: those it embedded."""
 
     def __init__(self) -> None:
-        super().__init__(max_vectors=10_000_000)
+        super().__init__(max_bytes=1 << 40)
         self.embedded = 0
 
     def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
