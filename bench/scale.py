@@ -210,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(measure(args.one, args.model_dir, args.vectors, args.queries)))
         return 0
     figures: dict[str, Any] = {}
+    day = dt.date.today().isoformat()
     for size in (int(size) for size in args.sizes.split(",")):
         print(f"bench: scale: {size:,} tools", file=sys.stderr, flush=True)
         command = [sys.executable, "-m", "bench.scale", "--one", str(size)]
@@ -217,12 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         command += ["--queries", str(args.queries)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=_SIZE_TIMEOUT, check=True)
         figures[str(size)] = json.loads(done.stdout.splitlines()[-1])
-    table = markdown(figures)
-    print(table)
-    day = dt.date.today().isoformat()
-    report = {"date": day, "machine": machine(), "model_dir": str(args.model_dir), "figures": figures}
-    (RESULTS_DIR / f"scale-{day}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (RESULTS_DIR / f"scale-{day}.md").write_text(table, encoding="utf-8")
+        # Written after each size: a larger one that does not finish leaves the smaller ones' figures.
+        report = {"date": day, "machine": machine(), "model_dir": str(args.model_dir), "figures": figures}
+        (RESULTS_DIR / f"scale-{day}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        (RESULTS_DIR / f"scale-{day}.md").write_text(markdown(figures), encoding="utf-8")
+    print(markdown(figures))
     return 0
 
 
