@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from bench.report import RESULTS_DIR, machine
+from bench.search import search_latencies
 from bench.stats import dev_queries, latency
 from toolsearch.backends.disk_vectors import DiskVectorCache
 from toolsearch.embedding.embedder import usable_cores
@@ -124,15 +125,6 @@ def _rss_mb() -> dict[str, float]:
     return {key: round(int(fields[key].split()[0]) / 1024, 1) for key in ("VmRSS", "VmHWM")}
 
 
-def _search_times(search: Any, queries: Sequence[str]) -> list[float]:
-    times = []
-    for query in queries:
-        started = time.perf_counter()
-        search(query, 10)
-        times.append((time.perf_counter() - started) * 1000)
-    return times
-
-
 def measure(size: int, model_dir: Path, vectors: Path, queries: int) -> dict[str, Any]:
     """One size's figures, in this process (`--one`)."""
     profile = load_profile([model_dir], threads=usable_cores())
@@ -154,8 +146,8 @@ def measure(size: int, model_dir: Path, vectors: Path, queries: int) -> dict[str
         hybrid_build = (time.perf_counter() - started) * 1000
         rss["indexes built"] = _rss_mb()["VmRSS"]
         hybrid.search("warm up the models", 10)
-        bm25_times = _search_times(lexical.search, texts)
-        hybrid_times = _search_times(hybrid.search, texts)
+        bm25_times = search_latencies(lexical.search, texts)
+        hybrid_times = search_latencies(hybrid.search, texts)
     rss |= {"after searches": _rss_mb()["VmRSS"], "peak": _rss_mb()["VmHWM"]}
     return {
         "tools": len(tools),
