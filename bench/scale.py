@@ -160,10 +160,14 @@ def measure(size: int, model_dir: Path, vectors: Path, queries: int) -> dict[str
     }
 
 
-def _growth(sizes: Sequence[int], values: Sequence[float]) -> float:
-    """The least-squares slope of `values` over `sizes`, per 10,000 tools."""
-    slope = np.polyfit(np.asarray(sizes, dtype=float), np.asarray(values, dtype=float), 1)[0]
-    return float(slope) * 10_000
+def _growth(sizes: Sequence[int], values: Sequence[float]) -> tuple[float, float]:
+    """How `values` grow over `sizes`: the exponent k of size**k between the smallest and largest
+    size (1: linear, 2: quadratic), and the change per 10,000 tools between the two largest."""
+    exponent = (
+        math.log(values[-1] / values[0]) / math.log(sizes[-1] / sizes[0]) if values[0] > 0 else math.nan
+    )
+    step = (values[-1] - values[-2]) / (sizes[-1] - sizes[-2]) * 10_000
+    return exponent, step
 
 
 def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
@@ -178,15 +182,22 @@ def markdown(figures: Mapping[str, Mapping[str, Any]]) -> str:
         "RSS, indexes built (MB)": [f["rss_mb"]["indexes built"] for f in figures.values()],
         "RSS, after searches (MB)": [f["rss_mb"]["after searches"] for f in figures.values()],
         "RSS, peak (MB)": [f["rss_mb"]["peak"] for f in figures.values()],
+        "RSS, profile, tools and vectors loaded (MB)": [
+            f["rss_mb"]["profile, tools and vectors loaded"] for f in figures.values()
+        ],
+        "words embedded before timing": [f["words_embedded_before"] for f in figures.values()],
         "vectors embedded during the build": [f["vectors_embedded_in_build"] for f in figures.values()],
     }
     lines = [
-        "| | " + " | ".join(f"{size:,} tools" for size in sizes) + " | growth per 10,000 tools |",
-        "|---|" + "---:|" * (len(sizes) + 1),
+        "| | "
+        + " | ".join(f"{size:,} tools" for size in sizes)
+        + " | grows as size^k: k | per 10,000 tools (two largest sizes) |",
+        "|---|" + "---:|" * (len(sizes) + 2),
     ]
     for name, values in rows.items():
-        growth = f"{_growth(sizes, values):+,.1f}" if len(sizes) > 1 else ""
-        lines.append(f"| {name} | " + " | ".join(f"{value:,.1f}" for value in values) + f" | {growth} |")
+        exponent, step = _growth(sizes, values) if len(sizes) > 1 else (math.nan, math.nan)
+        cells = " | ".join(f"{value:,.1f}" for value in values)
+        lines.append(f"| {name} | {cells} | {exponent:.2f} | {step:+,.1f} |")
     return "\n".join(lines) + "\n"
 
 
