@@ -52,7 +52,8 @@ def _timed(action: Callable[[], Any]) -> tuple[Any, float]:
     return result, (time.perf_counter() - started) * 1000
 
 
-def _latencies(search: Callable[[str, int], Any], queries: Sequence[str]) -> list[float]:
+def search_latencies(search: Callable[[str, int], Any], queries: Sequence[str]) -> list[float]:
+    """Milliseconds of `search(query, 10)` for each query, one after another."""
     return [_timed(lambda query=query: search(query, 10))[1] for query in queries]
 
 
@@ -63,7 +64,7 @@ def _bm25_row(tools: Sequence[Tool], queries: Sequence[str]) -> dict[str, Any]:
     del cold_index
     return {
         "index_ms": {"cold": round(cold_ms, 1), "cached": round(warm_ms, 1)},
-        "search_ms": {"bm25": latency(_latencies(index.search, queries))},
+        "search_ms": {"bm25": latency(search_latencies(index.search, queries))},
     }
 
 
@@ -102,9 +103,9 @@ def _model_row(tools: Sequence[Tool], queries: Sequence[str], profile: Profile) 
                 query_runs=None if mode == SEQUENTIAL else query_runs,
             )
             index: SearchIndex = DenseIndex(hybrid) if mode == "dense" else hybrid
-            first_seen = _latencies(index.search, queries)
+            first_seen = search_latencies(index.search, queries)
             search_ms[mode] = latency(first_seen)
-            search_ms[f"{mode} (query cached)"] = latency(_latencies(index.search, queries))
+            search_ms[f"{mode} (query cached)"] = latency(search_latencies(index.search, queries))
     return {
         "index_ms": {"cold": round(cold_ms, 1), "cached": round(warm_ms, 1)},
         "search_ms": search_ms,

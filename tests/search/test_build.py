@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.embedding.tiny_models import write_model
 from tests.search import test_hybrid as hybrid_tests
 from toolsearch.backends.memory import MemoryVectors
-from toolsearch.embedding import Embedder
+from toolsearch.embedding import Embedder, load_model
 from toolsearch.runtime import Supervisor
+from toolsearch.search import isolation
 from toolsearch.search.hybrid import HybridIndex
 from toolsearch.search.progressive import ProgressiveIndex
 from toolsearch.search.semantic import catalog_words
@@ -75,3 +78,25 @@ async def test_closing_writes_back_the_vectors_of_a_catalog_embedded_after_its_b
     await build.aclose()
     assert isinstance(index, ProgressiveIndex) and isinstance(index.current, HybridIndex)
     assert len(store.cache) == 2 * len(tools) + len(catalog_words(tools))
+
+
+async def test_a_restarted_process_reads_a_catalogs_neighbourhoods_from_the_store_and_computes_none(
+    slice_tools: list[Tool], tmp_path: Path, supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_model(tmp_path / "model")
+    model, store = load_model(tmp_path / "model"), MemoryVectors()
+    first = hybrid_tests.builder([model], store, supervisor, wait_seconds=30)
+    before = await first(slice_tools)
+    await first.aclose()
+
+    def no_neighbours_computed(*arguments: object) -> None:
+        raise AssertionError("the catalog's neighbourhoods were computed again")
+
+    monkeypatch.setattr(isolation, "_nearest_rows", no_neighbours_computed)
+    restarted = hybrid_tests.builder([model], store, supervisor, wait_seconds=30)
+    after = await restarted(slice_tools)
+    await restarted.aclose()
+    assert len(slice_tools) >= isolation.MIN_TOOLS
+    assert isinstance(before, ProgressiveIndex) and isinstance(before.current, HybridIndex)
+    assert isinstance(after, ProgressiveIndex) and isinstance(after.current, HybridIndex)
+    assert np.array_equal(after.current.semantic.penalty, before.current.semantic.penalty)

@@ -194,12 +194,22 @@ def test_tool_vectors_are_embedded_once_and_shared_by_catalogs(
 
 
 def test_the_vector_cache_drops_the_least_recently_used() -> None:
-    cache = MemoryVectorCache(max_vectors=2)
     vector = np.ones(2, dtype=np.float32)
+    cache = MemoryVectorCache(max_bytes=2 * vector.nbytes)
     cache.put_many("m", {"a": vector, "b": vector})
     cache.get_many("m", ["a"])
     cache.put_many("m", {"c": vector})
     assert set(cache.get_many("m", ["a", "b", "c"])) == {"a", "c"}
+
+
+def test_the_vector_cache_is_bounded_by_the_bytes_it_holds_whatever_its_entries_sizes() -> None:
+    vector, catalog = np.ones(4, dtype=np.float32), np.ones(16, dtype=np.float32)
+    cache = MemoryVectorCache(max_bytes=catalog.nbytes + vector.nbytes)
+    cache.put_many("m", {"a": vector, "b": vector})
+    cache.put_many("m.neighbours", {"catalog": catalog})
+    cache.put_many("m.neighbours", {"too large": np.ones(32, dtype=np.float32)})
+    assert set(cache.get_many("m", ["a", "b"])) == {"b"}
+    assert set(cache.get_many("m.neighbours", ["catalog", "too large"])) == {"catalog"}
 
 
 def test_query_vectors_keep_the_most_recently_used(embedder: Embedder) -> None:

@@ -14,6 +14,7 @@ from toolsearch.search.isolation import (
     generality,
     isolation_penalty,
     neighbour_similarity,
+    stored_neighbourhoods,
 )
 from toolsearch.search.semantic import SemanticIndex
 from toolsearch.search.vectors import MemoryVectorCache
@@ -210,6 +211,47 @@ def test_a_catalog_holding_a_tool_twice_is_judged_as_a_whole() -> None:
     rows = np.vstack([_clustered(), _clustered()[:1]])
     ids = [*_ids(range(len(rows) - 1)), "tool-0"]
     assert np.array_equal(Neighbourhoods().similarity("model", ids, rows), neighbour_similarity(rows))
+
+
+def test_a_new_process_loads_a_catalogs_neighbourhoods_from_the_store_it_was_computed_into() -> None:
+    rows, ids, store = _clustered(), _ids(range(240)), MemoryVectorCache()
+    computed = Neighbourhoods().similarity("model", ids, rows, store=store)
+    # Read, not computed: the rows given are not even looked at.
+    loaded = Neighbourhoods().similarity("model", ids, np.zeros_like(rows), store=store)
+    assert np.array_equal(loaded, computed)
+    assert np.array_equal(computed, neighbour_similarity(rows))
+
+
+def test_loaded_neighbourhoods_are_reused_by_the_next_catalog_as_computed_ones_are() -> None:
+    rows, store = _clustered(jobs=40, per_job=10), MemoryVectorCache()
+    Neighbourhoods().similarity("model", _ids(range(300)), rows[:300], store=store)
+    restarted = Neighbourhoods()
+    restarted.similarity("model", _ids(range(300)), rows[:300], store=store)
+    assert np.array_equal(
+        restarted.similarity("model", _ids(range(1, 301)), rows[1:301]), neighbour_similarity(rows[1:301])
+    )
+
+
+def test_a_changed_tool_or_space_or_order_is_another_stored_entry() -> None:
+    ids = _ids(range(120))
+    stored = {
+        stored_neighbourhoods("model", ids),
+        stored_neighbourhoods("model", [*ids[:-1], "tool-changed"]),
+        stored_neighbourhoods("other model", ids),
+        stored_neighbourhoods("model", ids[::-1]),
+        stored_neighbourhoods("model", ids, neighbours=5),
+    }
+    assert len(stored) == 5
+
+
+def test_a_damaged_stored_entry_is_computed_again_and_replaced() -> None:
+    rows, ids, store = _clustered(), _ids(range(240)), MemoryVectorCache()
+    key, catalog = stored_neighbourhoods("model", ids)
+    store.put_many(key, {catalog: np.full(2 * len(ids) * 10, 7.0, dtype=np.float32)})
+    expected = neighbour_similarity(rows)
+    assert np.array_equal(Neighbourhoods().similarity("model", ids, rows, store=store), expected)
+    zeros = np.zeros_like(rows)
+    assert np.array_equal(Neighbourhoods().similarity("model", ids, zeros, store=store), expected)
 
 
 def test_an_index_built_after_another_bounds_its_tools_as_one_built_alone(

@@ -60,6 +60,13 @@ def test_vectors_written_by_one_cache_are_read_by_another_on_the_same_directory(
         np.testing.assert_array_equal(found[digest], _vector(n))
 
 
+def test_an_entry_as_long_as_a_large_catalogs_neighbourhoods_is_read_whole(tmp_path: Path) -> None:
+    long = _vector(0, dimensions=2 * 50_000 * 10)  # 4 MB: what 50,000 tools' neighbourhoods take
+    DiskVectorCache(tmp_path, max_bytes=LARGE).put_many(MODEL, {DIGESTS[0]: long})
+    found = DiskVectorCache(tmp_path, max_bytes=LARGE).get_many(MODEL, [DIGESTS[0]])
+    np.testing.assert_array_equal(found[DIGESTS[0]], long)
+
+
 def test_a_flipped_byte_reads_as_absent(tmp_path: Path) -> None:
     cache, entry = _only_entry(tmp_path)
     raw = bytearray(entry.read_bytes())

@@ -29,8 +29,9 @@ logger = logging.getLogger(__name__)
 _MAGIC = b"tsv1"
 _HEADER = struct.Struct("<4sI")  # magic, dimensions
 _CHECKSUM_BYTES = 16
-_MAX_ENTRY_BYTES = 1 << 16
-"""More than any entry takes (16,384 dimensions): a longer file is damaged, and reads as such."""
+_MAX_ENTRY_BYTES = 1 << 26
+"""More than any entry takes (a catalog's neighbourhoods, `search.isolation`, take 80 bytes a
+tool): a longer file is damaged, and reads as such."""
 _TOUCH_SECONDS = 86_400.0
 """A read entry is marked used (its mtime) at most once a day: eviction is least recently used
 to within a day, at one `utime` per entry a day."""
@@ -141,7 +142,9 @@ def _read(path: str) -> tuple[bytes, float]:
     """The file's contents and modification time."""
     descriptor = os.open(path, os.O_RDONLY)
     try:
-        return os.read(descriptor, _MAX_ENTRY_BYTES), os.fstat(descriptor).st_mtime
+        status = os.fstat(descriptor)
+        # One byte past the size it had: a file that grew meanwhile reads as damaged, not cut short.
+        return os.read(descriptor, min(status.st_size + 1, _MAX_ENTRY_BYTES)), status.st_mtime
     finally:
         os.close(descriptor)
 

@@ -17,12 +17,15 @@ The constants were chosen on the development attack families only (docs/security
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse
+
+from toolsearch.search.vectors import VectorCache
 
 NEIGHBOURS = 10
 """How many nearest tools a tool's neighbourhood holds."""
@@ -39,6 +42,8 @@ _SCREEN_SPARE = 6
 _SCREEN_ERROR = 1e-4
 """Twice more than a float32 cosine of unit rows is off by: a candidate further below the nearest
 than this is no neighbour."""
+STORED_VERSION = 1
+"""Part of a stored catalog's neighbourhoods' key: change it whenever what they hold changes."""
 
 
 def neighbour_similarity(vectors: np.ndarray, neighbours: int = NEIGHBOURS) -> np.ndarray:
@@ -131,21 +136,36 @@ class Neighbourhoods:
     new tools are computed. The others (new tools, tools whose neighbours left) are compared with
     the whole catalog. The result equals `neighbour_similarity`'s (the cosines are the same
     products, summed in the same order). Each tool keeps its latest neighbourhood only; the
-    lock keeps builds on several threads apart."""
+    lock keeps builds on several threads apart. A whole catalog's neighbourhoods also go to the
+    vector cache the build is given (`stored_neighbourhoods`), so that a restarted process (or
+    another replica on the same cache) loads them rather than comparing the whole catalog again."""
 
     def __init__(self) -> None:
         self._known: dict[str, dict[str, _Neighbourhood]] = {}
         self._lock = threading.Lock()
 
     def similarity(
-        self, space: str, ids: Sequence[str], vectors: np.ndarray, neighbours: int = NEIGHBOURS
+        self,
+        space: str,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        neighbours: int = NEIGHBOURS,
+        store: VectorCache | None = None,
     ) -> np.ndarray:
-        """`neighbour_similarity(vectors, neighbours)`, row `i` being the tool `ids[i]`."""
+        """`neighbour_similarity(vectors, neighbours)`, row `i` being the tool `ids[i]`. With a
+        `store`, the whole catalog's neighbourhoods are read from it when it has them
+        (`stored_neighbourhoods`: a restart loads them), and written to it when they are computed."""
         count = len(ids)
         neighbours = min(neighbours, count - 1)
         if neighbours <= 0 or len(set(ids)) < count:  # a tool twice is its own neighbour: no reuse
             return neighbour_similarity(vectors, neighbours)
-        catalog, unit = frozenset(ids), _unit(vectors)
+        catalog = frozenset(ids)
+        key, catalog_id = stored_neighbourhoods(space, ids, neighbours)
+        if store is not None:
+            stored = _unpacked(store.get_many(key, [catalog_id]).get(catalog_id), count, neighbours)
+            if stored is not None:
+                return self._loaded(space, catalog, ids, *stored)
+        unit = _unit(vectors)
         with self._lock:
             known = self._known.setdefault(space, {})
             earlier = [known.get(tool) for tool in ids]
@@ -162,7 +182,30 @@ class Neighbourhoods:
             found[row] = _Neighbourhood(catalog, tuple(ids[column] for column in near), values)
         with self._lock:
             known.update((tool, entry) for tool, entry in zip(ids, found, strict=True) if entry is not None)
-        means: np.ndarray = np.array([entry.cosines for entry in found if entry is not None]).mean(axis=1)
+        nearest = np.array([entry.cosines for entry in found if entry is not None])
+        if store is not None:
+            position = {tool: row for row, tool in enumerate(ids)}
+            near = np.array([[position[tool] for tool in entry.ids] for entry in found if entry is not None])
+            store.put_many(key, {catalog_id: _packed(near, nearest)})
+        means: np.ndarray = nearest.mean(axis=1)
+        return means
+
+    def _loaded(
+        self,
+        space: str,
+        catalog: frozenset[str],
+        ids: Sequence[str],
+        columns: np.ndarray,
+        cosines: np.ndarray,
+    ) -> np.ndarray:
+        """The nearness of a catalog whose neighbourhoods were stored, each kept as if computed here."""
+        entries = [
+            _Neighbourhood(catalog, tuple(ids[column] for column in near), values)
+            for near, values in zip(columns.tolist(), cosines, strict=True)
+        ]
+        with self._lock:
+            self._known.setdefault(space, {}).update(zip(ids, entries, strict=True))
+        means: np.ndarray = cosines.mean(axis=1)
         return means
 
     @staticmethod
@@ -184,6 +227,40 @@ class Neighbourhoods:
         columns, values = _nearest(cosines, neighbours)
         for position, (row, near) in enumerate(zip(rows, columns, strict=True)):
             found[row] = _Neighbourhood(catalog, tuple(names[position][c] for c in near), values[position])
+
+
+def stored_neighbourhoods(space: str, ids: Sequence[str], neighbours: int = NEIGHBOURS) -> tuple[str, str]:
+    """The key and id a catalog's neighbourhoods are stored under in a vector cache: the vector
+    space (a model's key), how many neighbours, and a digest of the tools' ids (content digests) in
+    catalog order. A changed tool or model, or another order, is another entry: none is reused
+    stale. What is stored is the tools' nearest positions and cosines, nothing of a request."""
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()
+    return f"{space}.neighbours{neighbours}.v{STORED_VERSION}", digest
+
+
+def _packed(columns: np.ndarray, cosines: np.ndarray) -> np.ndarray:
+    """A catalog's neighbourhoods as one float32 row, as a vector cache holds them: every tool's
+    nearest positions (exact in float32 up to 2**24 tools), then their cosines."""
+    row: np.ndarray = np.concatenate([columns.astype(np.float32).ravel(), cosines.astype(np.float32).ravel()])
+    return row
+
+
+def _unpacked(row: np.ndarray | None, count: int, neighbours: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The positions and cosines of a `_packed` row of a catalog of `count` tools, or None when the
+    row is not one (damaged, or not written by `_packed`): they are computed again."""
+    if row is None or row.shape != (2 * count * neighbours,):
+        return None
+    halves = row.reshape(2, count, neighbours)
+    columns = halves[0].astype(np.intp)
+    cosines = np.ascontiguousarray(halves[1], dtype=np.float32)
+    valid = (
+        np.array_equal(columns, halves[0])
+        and bool(((columns >= 0) & (columns < count)).all())
+        and not (columns == np.arange(count)[:, None]).any()
+        and bool(np.isfinite(cosines).all())
+        and bool((np.diff(cosines, axis=1) >= 0).all())
+    )
+    return (columns, cosines) if valid else None
 
 
 def generality(
@@ -208,14 +285,18 @@ def isolation_penalty(
     spreads: float = SPREADS,
     weight: float = WEIGHT,
     min_tools: int = MIN_TOOLS,
-    known: tuple[Neighbourhoods, str, Sequence[str]] | None = None,
+    known: tuple[Neighbourhoods, str, Sequence[str], VectorCache | None] | None = None,
 ) -> np.ndarray:
     """Per tool (row of `vectors`), the similarity it loses for being more general than its
     catalog's tools usually are (0 for most; all 0 in a catalog under `min_tools`). `known`: the
-    `Neighbourhoods` to reuse, the vector space and each row's tool id."""
+    `Neighbourhoods` to reuse, the vector space, each row's tool id and the store that keeps
+    catalogs' neighbourhoods (`Neighbourhoods.similarity`)."""
     if len(vectors) < min_tools:
         return np.zeros(len(vectors), dtype=np.float32)
-    nearness = None if known is None else known[0].similarity(known[1], known[2], vectors, neighbours)
+    nearness = None
+    if known is not None:
+        neighbourhoods, space, ids, store = known
+        nearness = neighbourhoods.similarity(space, ids, vectors, neighbours, store)
     value = generality(vectors, neighbours, nearness)
     median = float(np.median(value))
     spread = float(np.median(np.abs(value - median)))

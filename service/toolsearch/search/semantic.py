@@ -33,7 +33,13 @@ from toolsearch.embedding import Embedder
 from toolsearch.naming import split_qualified_name
 from toolsearch.search import stopwords
 from toolsearch.search.documents import foreign_languages, tool_documents, tool_fields
-from toolsearch.search.isolation import LanguageShares, Neighbourhoods, isolation_penalty
+from toolsearch.search.isolation import (
+    MIN_TOOLS,
+    LanguageShares,
+    Neighbourhoods,
+    isolation_penalty,
+    stored_neighbourhoods,
+)
 from toolsearch.search.text import split_words
 from toolsearch.search.vectors import VectorCache
 from toolsearch.tool import Tool, per_tool
@@ -117,13 +123,22 @@ def cached_ids(tools: Sequence[Tool], embedder: Embedder, *, words: bool = True)
     (from a store asked asynchronously) and build from what it found."""
     passages, descriptions, word_key = _cache_keys(embedder)
     digests = list(dict.fromkeys(tool.digest for tool in tools))
-    return {passages: digests, descriptions: digests, word_key: catalog_words(tools) if words else []}
+    wanted = {passages: digests, descriptions: digests, word_key: catalog_words(tools) if words else []}
+    if len(tools) >= MIN_TOOLS and len(digests) == len(tools):
+        key, catalog = stored_neighbourhoods(_blended_space(passages), digests)
+        wanted[key] = [catalog]
+    return wanted
 
 
 def _cache_keys(embedder: Embedder) -> tuple[str, str, str]:
     """The cache keys of a model's passage, description passage and word vectors."""
     key = model_key(embedder)
     return key, f"{key}.descriptions", f"{key}.words"
+
+
+def _blended_space(passages: str) -> str:
+    """The space of a model's blended rows (`SemanticIndex.blended`), where neighbourhoods are."""
+    return f"{passages}.blended{DESCRIPTION_SHARE}"
 
 
 def _vectors(
@@ -159,12 +174,13 @@ class SemanticIndex:
         words: Sequence[str],
         word_vectors: np.ndarray,
         languages: LanguageShares | None = None,
-        known: tuple[Neighbourhoods, str, Sequence[str]] | None = None,
+        known: tuple[Neighbourhoods, str, Sequence[str], VectorCache | None] | None = None,
     ) -> None:
         """`vectors` and `description_vectors`: one L2-normalised float32 row per tool, in catalog
         order, of its `passage` and its `description_passage`; `languages`: what their language alone
         gives the tools written in another language than the catalog's (none by default); `known`:
-        the tools' neighbourhoods in earlier catalogs, their vector space and the tools' ids."""
+        the tools' neighbourhoods in earlier catalogs, their vector space, the tools' ids and the
+        cache that keeps whole catalogs' neighbourhoods (`isolation.Neighbourhoods`)."""
         self.vectors = vectors
         """Each tool's `passage`."""
         self.blended = (1.0 - DESCRIPTION_SHARE) * vectors + DESCRIPTION_SHARE * description_vectors
@@ -193,7 +209,8 @@ class SemanticIndex:
     ) -> SemanticIndex:
         """The vectors of `tools` and (unless `words` is off) of their words: from `cache` where it
         has them, else embedded in batches (and added to it); the dense bound's neighbours from
-        `neighbourhoods` where earlier catalogs had them."""
+        `neighbourhoods` where earlier catalogs had them, or from `cache` where it holds the
+        catalog's (a restart loads them; `cached_ids` names them)."""
         (passages, descriptions, word_key), dimensions = _cache_keys(embedder), embedder.dimensions
         distinct = {tool.digest: tool for tool in tools}
         known = _vectors(embedder, cache, passages, distinct, passage)
@@ -209,7 +226,9 @@ class SemanticIndex:
                 foreign_languages(tool_documents(tools)),
                 [split_qualified_name(tool.name)[0] for tool in tools],
             ),
-            None if neighbourhoods is None else (neighbourhoods, passages, [tool.digest for tool in tools]),
+            None
+            if neighbourhoods is None
+            else (neighbourhoods, _blended_space(passages), [tool.digest for tool in tools], cache),
         )
 
     def __len__(self) -> int:

@@ -35,10 +35,14 @@ class VectorStore(Protocol):
 
 
 class MemoryVectorCache:
-    """Tool vectors in this process, least recently used dropped past `max_vectors`."""
+    """Tool vectors in this process, least recently used dropped past `max_bytes` of them (entries
+    differ in size: a vector of a model's dimensions, or a whole catalog's neighbourhoods,
+    `search.isolation`); an entry larger than the bound is not kept."""
 
-    def __init__(self, max_vectors: int = 100_000) -> None:
-        self._vectors: LRUCache[tuple[str, str], np.ndarray] = LRUCache(max_vectors)
+    def __init__(self, max_bytes: int = 300_000_000) -> None:
+        """The default holds 100,000 vectors of 768 dimensions."""
+        self._vectors: LRUCache[tuple[str, str], np.ndarray] = LRUCache(max_bytes, getsizeof=_bytes)
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()  # index builds run in worker threads
 
     def __len__(self) -> int:
@@ -50,5 +54,14 @@ class MemoryVectorCache:
         return {digest: vector for digest, vector in found.items() if vector is not None}
 
     def put_many(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
+        kept = (
+            ((model, digest), vector)
+            for digest, vector in vectors.items()
+            if vector.nbytes <= self._max_bytes
+        )
         with self._lock:
-            self._vectors.update(((model, digest), vector) for digest, vector in vectors.items())
+            self._vectors.update(kept)
+
+
+def _bytes(vector: np.ndarray) -> int:
+    return int(vector.nbytes)
