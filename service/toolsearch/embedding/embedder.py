@@ -239,6 +239,10 @@ def _session(path: Path, threads: int) -> ort.InferenceSession:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = _ORT_ERRORS_ONLY
+    # onnxruntime's arena keeps the largest run's tensors for the session's life (~70 MB for e5 after
+    # one catalog, per session); without it they are freed after each run (and, above the heap's
+    # mmap threshold, unmapped: `runtime.heap`), at no measured cost in speed.
+    options.enable_cpu_mem_arena = False
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as error:  # onnxruntime's errors share no useful base class
