@@ -36,7 +36,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.clients import RawClient, tools_call_request
-from bench.processes import REPO_DIR, SERVICE_DIR, python_path, running, toolsearch_server, upstream_server
+from bench.processes import (
+    REPO_DIR,
+    SERVICE_DIR,
+    python_path,
+    running,
+    set_up_as_serve,
+    toolsearch_server,
+    upstream_server,
+)
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries
 
@@ -101,12 +109,7 @@ def _parts(model_dir: str, tools: int) -> None:
     from toolsearch.search.profile import Profile, profile_paths
     from toolsearch.search.ranking import Ranker
 
-    try:  # a tree whose `serve` sets the C heap's threshold: as it does
-        from toolsearch.runtime.heap import map_large_blocks  # type: ignore[import-not-found,unused-ignore]
-
-        map_large_blocks()
-    except ImportError:
-        pass
+    set_up_as_serve()
     paths = profile_paths([model_dir])
     catalog = load_catalog_tools(recorded_catalog_path())[:tools]
     step("catalog read")
