@@ -4,10 +4,11 @@ A catalog's embedding allocates tensors of a few hundred kilobytes to a few mega
 (attention scores, feed-forward activations), from onnxruntime's worker threads. glibc maps a block
 above its threshold (128 KiB) on its own, but raises the threshold to the size of each such block
 freed, up to 32 MiB; from then on these tensors come from the threads' heaps, which keep their
-high-water mark: a sidecar held ~230 MB more once a 1,500-tool catalog was embedded than before
-(docs/kubernetes.md, "Memory"). Fixing the threshold at its initial value keeps the tensors mapped,
-so the memory a catalog's embedding used is the system's again when it ends. Allocations below it
-(Python's objects, a search's arrays for a few thousand tools) are unaffected.
+high-water mark (docs/benchmarks.md, "Issue 43: memory by budget"). Fixing the threshold at its
+initial value keeps the tensors mapped, so the memory a catalog's embedding used is the system's
+again when it ends (onnxruntime's arena gives them back after each passage run:
+`embedding.embedder`). Allocations below it (Python's objects, a search's arrays for a few
+thousand tools) are unaffected.
 """
 
 from __future__ import annotations
