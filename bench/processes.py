@@ -85,6 +85,17 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def set_up_as_serve() -> None:
+    """What `toolsearch serve` sets for the whole process before it loads models, where the tree
+    measured has it (the C heap's threshold, `toolsearch.runtime.heap`): an in-process
+    measurement then holds memory and runs as a served process does."""
+    try:
+        from toolsearch.runtime.heap import map_large_blocks  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # a tree from before it
+        return
+    map_large_blocks()
+
+
 def upstream_server(tools: int | None) -> Server:
     """The demo upstream serving the first `tools` recorded tools (all when None)."""
     port = free_port()

@@ -5,9 +5,10 @@ beside the code after it.
                           [--rounds 13]
 
 Each `--service-dir` (repeatable, with a `--label` each) runs in a process of its own, its tree
-first on the path: it indexes the first `--tools` recorded tools with the profile (its learned
-ranking where it has one; the tool vectors from one disk cache that the trees share, so only the
-first tree embeds them) and then searches when told to. The dev queries are cut into `--rounds`
+first on the path, set up as `serve` sets itself up (`processes.set_up_as_serve`): it indexes the
+first `--tools` recorded tools with the profile (its learned ranking where it has one; the tool
+vectors from one disk cache that the trees share, so only the first tree embeds them) and then
+searches when told to. The dev queries are cut into `--rounds`
 slices; slice by slice, each tree in turn searches the slice's queries for the first time (no
 query vector cached) and then again (cached), so whatever else the machine does falls on every
 tree alike. Prints p50 / p99 per tree; writes bench/results/trees-<date>.json.
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.processes import python_path
+from bench.processes import python_path, set_up_as_serve
 from bench.report import RESULTS_DIR, machine
 from bench.stats import dev_queries, latency
 
@@ -42,6 +43,7 @@ def _searcher(model_dir: str, tools: int, cache_dir: str) -> None:
     from toolsearch.search.build import profile_index
     from toolsearch.search.profile import load_profile
 
+    set_up_as_serve()
     profile = load_profile(model_dir.split(","))
     catalog = load_catalog_tools(recorded_catalog_path())[:tools]
     index = profile_index(catalog, profile, cache=DiskVectorCache(cache_dir, _CACHE_BYTES))

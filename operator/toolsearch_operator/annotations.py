@@ -38,7 +38,7 @@ BUILTIN_DEFAULTS: Mapping[str, str] = {
     UPSTREAM_PATH: "/mcp",
     IMAGE_PULL_POLICY: "IfNotPresent",
     CPU: "100m",
-    MEMORY: "640Mi",
+    MEMORY: "512Mi",
     MEMORY_LIMIT: "1Gi",
     MODEL: "builtin",
     MODEL_PATH: "/models/default",

@@ -113,3 +113,11 @@ def test_the_languages_translated_are_named_in_order_and_none_without_dictionari
     both = Dictionaries({"lt": Dictionary(empty, empty), "de": Dictionary(empty, empty)})
     assert languages_of(both) == "de, lt"
     assert languages_of(None) == "none"
+
+
+def test_a_table_written_compressed_is_refused_since_it_cannot_be_mapped(tmp_path: Path) -> None:
+    _lithuanian().save(tmp_path)
+    with np.load(tmp_path / "lt.npz") as arrays:
+        np.savez_compressed(tmp_path / "lt.npz", **dict(arrays))
+    with pytest.raises(ModelError, match=r"not a dictionaries directory.*not a stored \.npy member"):
+        Dictionaries.load(tmp_path)

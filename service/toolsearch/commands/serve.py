@@ -15,6 +15,7 @@ import typing
 from typing import Any
 
 from toolsearch.commands import Subparsers, command_parser
+from toolsearch.runtime.heap import map_large_blocks
 from toolsearch.settings import Metavar, Settings
 
 
@@ -63,6 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
     # request is served and Redis round trips time out. Rarer young collections let them die by
     # reference counting first.
     gc.set_threshold(_YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
+    map_large_blocks()  # what a catalog's embedding allocated goes back to the system after it
     from toolsearch.logs import configure_logging
 
     configure_logging(settings.log_format, settings.log_level)

@@ -244,15 +244,14 @@ def sentencepiece_model_bytes(
     if len(packed_scores) != 4 * len(pieces):
         raise ValueError(f"{len(pieces)} pieces but {len(packed_scores) // 4} scores")
     pieces_key = _key(_PIECES, _LENGTH_DELIMITED)
-    parts: list[bytes] = []
+    body = bytearray()  # written into as it goes: a list of the parts would hold millions of objects
     for number, piece in enumerate(pieces):
         text = piece.encode()
         text_length = _varint_bytes(len(text))
         kind = type_fields[_UNKNOWN_PIECE if number == unk_id else _NORMAL_PIECE]
         size = len(piece_key) + len(text_length) + len(text) + len(score_key) + 4 + len(kind)
-        parts += (pieces_key, _varint_bytes(size), piece_key, text_length, text, score_key)
-        parts += (packed_scores[4 * number : 4 * number + 4], kind)
-    body = bytearray(b"".join(parts))
+        body += pieces_key + _varint_bytes(size) + piece_key + text_length + text + score_key
+        body += packed_scores[4 * number : 4 * number + 4] + kind
     disabled = (1 << 64) - 1  # -1 as protobuf writes an int32
     trainer = _int_field(_MODEL_TYPE, _UNIGRAM) + _int_field(_UNK_ID, unk_id)
     trainer += b"".join(_int_field(field, disabled) for field in (_BOS_ID, _EOS_ID, _PAD_ID))

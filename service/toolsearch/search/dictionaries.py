@@ -11,7 +11,9 @@ casefolded) and Snowball stems (`text.stem`; each the stem of one or more forms,
 English of the shortest). A word is looked up as written, then as its infinitive where the language marks
 imperatives plainly (Lithuanian `parodyk` -> `parodyti`), then by its stem. Each table is one
 UTF-8 blob of keys and one of values with their offsets (numpy), searched by bisection: a few
-hundred thousand German forms cost their bytes, not a Python object each.
+hundred thousand German forms cost their bytes, not a Python object each. Loaded tables are the
+files' bytes mapped read-only, not copies: a lookup reads a few pages of them, which the kernel
+shares between processes and may drop and read again (36 MB of the process's heap otherwise).
 
 On disk (`toolsearch model install` writes it from FreeDict, `search.freedict`):
 
@@ -28,8 +30,12 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import io
 import json
+import mmap
+import struct
 import unicodedata
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,10 +53,17 @@ IMPERATIVES = {"lt": (("kite", "ti"), ("k", "ti"))}
 _MIN_IMPERATIVE_STEM = 3
 
 
+Blob = bytes | memoryview
+"""A table's keys or values: bytes made in memory, or a view of a mapped file."""
+_LOCAL_HEADER = struct.Struct("<4s22xHH")
+"""A zip member's local header: its signature, then the lengths of its name and its extra field."""
+_MOST_NPY_HEADER_BYTES = 4096
+
+
 class _Keys(Sequence[bytes]):
     """The keys of a table as a sequence, for `bisect`, without splitting the blob."""
 
-    def __init__(self, blob: bytes, offsets: np.ndarray) -> None:
+    def __init__(self, blob: Blob, offsets: np.ndarray) -> None:
         self._blob = blob
         self._offsets = offsets
 
@@ -58,16 +71,16 @@ class _Keys(Sequence[bytes]):
         return len(self._offsets) - 1
 
     def __getitem__(self, index: int) -> bytes:  # type: ignore[override]
-        return self._blob[int(self._offsets[index]) : int(self._offsets[index + 1])]
+        return bytes(self._blob[int(self._offsets[index]) : int(self._offsets[index + 1])])
 
 
 @dataclass(frozen=True, slots=True)
 class Table:
     """Sorted keys and their values, each a UTF-8 blob with `len + 1` offsets."""
 
-    keys: bytes
+    keys: Blob
     key_offsets: np.ndarray
-    values: bytes
+    values: Blob
     value_offsets: np.ndarray
 
     @classmethod
@@ -87,7 +100,7 @@ class Table:
         if index == len(keys) or keys[index] != encoded:
             return None
         start, end = int(self.value_offsets[index]), int(self.value_offsets[index + 1])
-        return self.values[start:end].decode()
+        return bytes(self.values[start:end]).decode()
 
 
 def _offsets(parts: Sequence[bytes]) -> np.ndarray:
@@ -173,7 +186,7 @@ class Dictionaries:
     @classmethod
     def load(cls, directory: Path) -> Dictionaries:
         """Read a dictionaries directory, checking every table and the set against the manifest."""
-        document, entries, languages = _read(directory)
+        document, entries, languages, maps = _read(directory)
         dictionaries = cls(languages)
         digests = dictionaries._digests
         altered = sorted(each for each, entry in entries.items() if digests[each] != entry["sha256"])
@@ -182,11 +195,17 @@ class Dictionaries:
                 f"{directory}: the tables of {', '.join(altered) or 'the set'} do not match {MANIFEST_FILE}; "
                 "make the dictionaries again with `toolsearch model install`"
             )
+        for mapped in maps:  # checking read every page: the lookups will read back the few they need
+            mapped.madvise(mmap.MADV_DONTNEED)
         return dictionaries
 
 
-def _read(directory: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Dictionary]]:
-    """The manifest of a dictionaries directory, its entries by language, and their tables."""
+def _read(
+    directory: Path,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, Dictionary], list[mmap.mmap]]:
+    """The manifest of a dictionaries directory, its entries by language, their tables, and the
+    files they map."""
+    maps: list[mmap.mmap] = []
     path = directory / MANIFEST_FILE
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -195,11 +214,11 @@ def _read(directory: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], d
         entries = {str(language): dict(entry) for language, entry in document["languages"].items()}
         languages = {}
         for language, entry in entries.items():
-            with np.load(directory / str(entry["file"])) as arrays:
-                languages[language] = _dictionary(arrays, tuple(entry.get("sources", ())))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            arrays = _mapped_arrays(directory / str(entry["file"]), maps)
+            languages[language] = _dictionary(arrays, tuple(entry.get("sources", ())))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, zipfile.BadZipFile) as error:
         raise ModelError(f"{path}: not a dictionaries directory ({error})") from None
-    return document, entries, languages
+    return document, entries, languages, maps
 
 
 def _arrays(dictionary: Dictionary) -> dict[str, np.ndarray]:
@@ -212,13 +231,47 @@ def _arrays(dictionary: Dictionary) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _mapped_arrays(path: Path, maps: list[mmap.mmap]) -> dict[str, np.ndarray]:
+    """The arrays of an `.npz` file that `save` wrote (members stored, not compressed), each a
+    read-only view of the file mapped into memory (the map added to `maps`)."""
+    with path.open("rb") as stream, zipfile.ZipFile(stream) as archive:
+        maps.append(mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ))
+        mapped = memoryview(maps[-1])
+        arrays = {}
+        for member in archive.infolist():
+            if member.compress_type != zipfile.ZIP_STORED or not member.filename.endswith(".npy"):
+                raise ValueError(f"{member.filename} is not a stored .npy member")
+            start = member.header_offset
+            signature, name_length, extra_length = _LOCAL_HEADER.unpack(
+                mapped[start : start + _LOCAL_HEADER.size]
+            )
+            if signature != b"PK\x03\x04":
+                raise ValueError(f"no local header for {member.filename}")
+            start += _LOCAL_HEADER.size + name_length + extra_length
+            arrays[member.filename.removesuffix(".npy")] = _npy(mapped[start : start + member.file_size])
+    return arrays
+
+
+def _npy(data: memoryview) -> np.ndarray:
+    """The array an `.npy` file's bytes hold (one-dimensional, as `save` writes), without a copy."""
+    stream = io.BytesIO(data[:_MOST_NPY_HEADER_BYTES])
+    version = np.lib.format.read_magic(stream)
+    read_header = (
+        np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran_order, dtype = read_header(stream)
+    if fortran_order or len(shape) != 1:
+        raise ValueError(f"not a one-dimensional array: shape {shape}")
+    return np.frombuffer(data, dtype=dtype, count=shape[0], offset=stream.tell())
+
+
 def _dictionary(arrays: Mapping[str, np.ndarray], sources: tuple[str, ...]) -> Dictionary:
     def table(name: str) -> Table:
         return Table(
-            arrays[f"{name}_keys"].tobytes(),
-            np.asarray(arrays[f"{name}_key_offsets"]),
-            arrays[f"{name}_values"].tobytes(),
-            np.asarray(arrays[f"{name}_value_offsets"]),
+            arrays[f"{name}_keys"].data,
+            arrays[f"{name}_key_offsets"],
+            arrays[f"{name}_values"].data,
+            arrays[f"{name}_value_offsets"],
         )
 
     return Dictionary(table("forms"), table("stems"), sources)
