@@ -2,7 +2,8 @@
 weak), as the shipped profile gives it today over the regression slice of the recorded catalog
 (conftest): a request and its translation get the same verdict, and requests for what no tool of
 the recorded catalog does are told so. A verdict the profile does not give yet is marked
-`xfail(strict=True)`, so that the day it is given shows.
+`xfail(strict=True)`, so that the day it is given shows (not strict where a score sits at a
+threshold's edge, which another CPU's kernels may cross).
 """
 
 from __future__ import annotations
@@ -71,7 +72,9 @@ def _no_match(index: SearchIndex, request: str) -> bool:
             "Hol mir bitte einen Cappuccino aus der Kantine, bevor das Meeting um 10 anfängt.",
             "Please get me a cappuccino from the canteen before the meeting starts at 10.",
             id="cappuccino",
-            marks=pytest.mark.xfail(strict=True, reason=NOT_YET),
+            # Not strict: the English request's best cosine is 0.806, 0.002 under the threshold
+            # (2026-12-06, an AVX-512 Xeon), near enough that another CPU's kernels may cross it.
+            marks=pytest.mark.xfail(strict=False, reason=NOT_YET),
         ),
     ],
 )
