@@ -64,7 +64,7 @@ def build_index(
         lexical,
         tools,
         cache if cache is not None else MemoryVectorCache(),
-        query_vectors=query_vectors or QueryVectors(embedder),
+        query_vectors=query_vectors if query_vectors is not None else QueryVectors(embedder),
         companions=companions if mode == "hybrid" else (),
         ranker=ranker if mode == "hybrid" else None,
         dictionaries=dictionaries,
