@@ -666,19 +666,35 @@ def test_a_model_calibrated_in_its_manifest_translates_at_its_cosine(
     ]
 
 
+def _with_query_graph(directory: Path) -> Embedder:
+    """The bilingual model with a query graph that knows no word alike: only its passage graph
+    reads `klaidą` as `issue`."""
+    calibration = Calibration(NEVER, translation_cosine=0.99)
+    _bilingual_model(directory, calibration=calibration)
+    query_graph = token_states_graph(token_table(_tokenizer([*WORDS, *FOREIGN]).get_vocab_size(), seed=8))
+    onnx.save(query_graph, directory / "query.onnx")
+    seal(directory, describe(query_model="query.onnx", calibration=calibration))
+    return load_model(directory)
+
+
 def test_a_model_whose_queries_run_a_graph_of_their_own_translates_words_by_its_passage_graph(
     tools: list[Tool], tmp_path: Path
 ) -> None:
-    calibration = Calibration(NEVER, translation_cosine=0.99)
-    _bilingual_model(tmp_path / "model", calibration=calibration)
-    # A query graph that knows no word alike: only the passage graph reads `klaidą` as `issue`.
-    query_graph = token_states_graph(token_table(_tokenizer([*WORDS, *FOREIGN]).get_vocab_size(), seed=8))
-    onnx.save(query_graph, tmp_path / "model" / "query.onnx")
-    seal(tmp_path / "model", describe(query_model="query.onnx", calibration=calibration))
-    assert translations(_hybrid(tools, load_model(tmp_path / "model")), "klaidą sekiklyje", "lt") == [
+    assert translations(_hybrid(tools, _with_query_graph(tmp_path / "model")), "klaidą sekiklyje", "lt") == [
         "issue",
         "tracker",
     ]
+
+
+def test_the_words_a_query_graph_leaves_to_the_passage_graph_are_embedded_once_for_every_catalog(
+    tools: list[Tool], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = _with_query_graph(tmp_path / "model")
+    shared = QueryVectors(embedder)
+    embedded = _recorded(embedder, "embed_words", monkeypatch)
+    for catalog in (tools, tools[:-1]):
+        assert translations(_hybrid(catalog, embedder, query_vectors=shared), "klaidą", "lt") == ["issue"]
+    assert embedded == ["klaidą"]
 
 
 def _with_dictionary(tools: list[Tool], embedder: Embedder, entries: dict[str, str]) -> HybridIndex:

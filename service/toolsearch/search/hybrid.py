@@ -73,6 +73,14 @@ class QueryVectors:
         self._words = words
         self._vectors: LRUCache[str, np.ndarray] = LRUCache(max_queries)
         self._lock = threading.Lock()  # searches run in worker threads
+        self.words: QueryVectors = (
+            self
+            if words or embedder.manifest.query_model is None
+            else QueryVectors(embedder, max_queries, words=True)
+        )
+        """The vectors of single words to translate: these when one graph embeds requests and words
+        alike (a one-word request is its own word to translate); a cache of their own, kept as long
+        as this one (every catalog's index shares it), when the queries run a graph of their own."""
 
     def __call__(self, query: str) -> np.ndarray:
         return self._vectors_of([query])[query]
@@ -191,13 +199,6 @@ class HybridIndex:
         self.semantic = semantic
         self.companions = tuple(companions)
         self.query_vectors = query_vectors
-        # One cache when one graph embeds requests and words alike (a one-word request is its own
-        # word to translate); a query side of its own does not embed the words.
-        self.word_vectors = (
-            query_vectors
-            if query_vectors.embedder.manifest.query_model is None
-            else QueryVectors(query_vectors.embedder, words=True)
-        )
         fingerprints = [query_vectors.embedder.fingerprint] + [
             companion.query_vectors.embedder.fingerprint for companion in self.companions
         ]
@@ -297,7 +298,7 @@ class HybridIndex:
         """The catalog words the model reads `unread` words as, where near enough."""
         if not unread or self.translation_cosine is None:
             return []
-        vectors = self.word_vectors.many(unread)
+        vectors = self.query_vectors.words.many(unread)
         return self.semantic.closest_words(vectors, self.translation_cosine)
 
     def _embed_ahead(self, request: Request, parts: Sequence[Request]) -> None:
@@ -313,10 +314,10 @@ class HybridIndex:
                 known = [each.request for each in chosen if companion.knows(each.language)]
                 runs.append((companion.query_vectors, known))
             words = [word for each in chosen for word in each.unread]
-            if self.word_vectors is self.query_vectors:
+            if self.query_vectors.words is self.query_vectors:
                 # A one-word request may be its own word to guess: its run above embeds it.
                 words = [word for word in words if word not in texts]
-            runs.append((self.word_vectors, words))
+            runs.append((self.query_vectors.words, words))
         embed_at_once(runs, self._query_runs)
 
 
